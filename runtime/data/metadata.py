@@ -1,0 +1,67 @@
+"""What a `dataset_fn` may learn about its input without parsing it itself.
+
+ElasticDL v0.2 passed a third `metadata` argument to `dataset_fn(dataset, mode, metadata)`
+carrying the data source's column names. We keep that shape and add the feature types found
+in the records, so built-in models (`regressor.DNN`, `classifier.DNN`) can parse any table of
+tf.train.Example records without user code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+FeatureKind = Literal["float", "int64", "bytes"]
+
+
+@dataclass(frozen=True)
+class FeatureInfo:
+    """One tf.train.Example feature: its list kind and its length in the sampled record."""
+
+    kind: FeatureKind
+    length: int
+
+
+@dataclass(frozen=True)
+class DatasetMetadata:
+    """Features of the records a task reads, plus the label column when one is known.
+
+    `columns` keeps the order features were found in (sorted by name for RecordIO of
+    tf.Example, whose map has no order). `schema` is the parsed `schema.json` written by the
+    SQL conversion step, when the data came from SQL; None otherwise.
+    """
+
+    columns: dict[str, FeatureInfo] = field(default_factory=dict)
+    label: str | None = None
+    schema: dict[str, Any] | None = None
+
+    @property
+    def column_names(self) -> list[str]:
+        """ElasticDL v0.2 name for the list of columns."""
+        return list(self.columns)
+
+    def feature_columns(self, exclude: tuple[str, ...] = ("id",)) -> dict[str, FeatureInfo]:
+        """Columns that are model inputs: all but the label and the excluded id-like ones."""
+        return {
+            name: info
+            for name, info in self.columns.items()
+            if name != self.label and name not in exclude
+        }
+
+    @classmethod
+    def from_example(cls, serialized: bytes, label: str | None = "label") -> DatasetMetadata:
+        """Describe the features of one serialized tf.train.Example."""
+        from tensorflow.core.example import example_pb2
+
+        example = example_pb2.Example.FromString(serialized)
+        columns: dict[str, FeatureInfo] = {}
+        for name in sorted(example.features.feature):
+            feature = example.features.feature[name]
+            which = feature.WhichOneof("kind")
+            if which == "float_list":
+                columns[name] = FeatureInfo("float", len(feature.float_list.value))
+            elif which == "int64_list":
+                columns[name] = FeatureInfo("int64", len(feature.int64_list.value))
+            elif which == "bytes_list":
+                columns[name] = FeatureInfo("bytes", len(feature.bytes_list.value))
+        return cls(columns=columns, label=label if label in columns else None)

@@ -1,0 +1,502 @@
+"""The model-zoo loader: one normalized `ModelSpec` whatever style the user wrote.
+
+`--model_def=a.b.Symbol` names `<zoo>/a/b.py` (or `<zoo>/a/b/__init__.py`) and `Symbol` in it.
+The module is imported as a real package with the zoo root on `sys.path`, so imports inside the
+zoo work. The symbol decides the style:
+
+1. *functions*: a function returning a Keras model, a Keras `Model` subclass without `default_*`
+   methods, or a model instance; the module supplies `dataset_fn`, `loss`, `optimizer`,
+   `eval_metrics_fn` (and optionally `callbacks`, `PredictionOutputsProcessor`,
+   `custom_data_reader`).
+2. *spec*: an `ElasticDLSpec` subclass; `create_*` methods supply every piece.
+3. *keras_defaults*: a Keras `Model` subclass with `default_input`, `default_loss`,
+   `default_optimizer`, `default_metrics` methods, called on the constructed model.
+
+Precedence for each piece: an explicit flag (`--dataset_fn/--input_fn`, `--loss`,
+`--optimizer`, `--eval_metrics_fn`, dotted paths into the zoo) > the style's own definition >
+the module-level function. `ModelSpec.instantiate()` builds the model and binds the pieces into
+a `ModelInstance` with uniform call signatures:
+
+    dataset_fn(dataset, mode, metadata) -> dataset
+    loss(labels, predictions) -> scalar
+    optimizer: a Keras optimizer
+    eval_metrics() -> EvalMetrics (callables of (labels, predictions) and Keras metrics)
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from elasticdl.mode import Mode
+from elasticdl.runtime.params import (
+    accepted_names,
+    bind_params,
+    check_all_accepted,
+    parse_params,
+)
+from elasticdl.runtime.zoo_source import ZooSource, resolve_zoo
+from elasticdl.spec import ElasticDLSpec
+
+_IMPORT_LOCK = threading.Lock()
+_DATASET_ARGS = ("dataset", "mode", "metadata", "_", "metadata_")
+_LOSS_ARGS = ("labels", "predictions", "outputs", "output")
+_METRICS_ARGS = ("mode", "outputs", "labels", "predictions")
+
+
+class ModelZooError(ValueError):
+    """The model definition cannot be resolved; the message names what was searched."""
+
+
+@dataclass
+class EvalMetrics:
+    """The metrics of one evaluation, fresh for each (Keras metrics carry state).
+
+    `functions` map a name to `fn(labels, predictions)` giving per-example values (or a batch
+    mean); `keras_metrics` are stateful Keras metric objects; `batch_fn` (ElasticDLSpec style)
+    returns a dict of values for a batch. `values()` evaluates the stateless ones.
+    """
+
+    functions: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
+    keras_metrics: dict[str, Any] = field(default_factory=dict)
+    batch_fn: Callable[[Any, Any], dict[str, Any]] | None = None
+
+    @classmethod
+    def from_dict(cls, metrics: Mapping[str, Any] | None = None) -> EvalMetrics:
+        """Split an `eval_metrics_fn()` result into Keras metrics and plain callables."""
+        import keras
+
+        functions: dict[str, Callable[[Any, Any], Any]] = {}
+        stateful: dict[str, Any] = {}
+        for name, metric in (metrics or {}).items():
+            if isinstance(metric, keras.metrics.Metric):
+                stateful[name] = metric
+            elif callable(metric):
+                functions[name] = metric
+            else:
+                raise ModelZooError(
+                    f"eval metric {name!r} is a {type(metric).__name__}; give a callable "
+                    "(labels, predictions) -> values, or a keras.metrics.Metric"
+                )
+        return cls(functions=functions, keras_metrics=stateful)
+
+    @property
+    def names(self) -> list[str]:
+        return [*self.functions, *self.keras_metrics]
+
+    def values(self, labels: Any, predictions: Any) -> dict[str, Any]:
+        """Stateless metric values for one batch (per example, or a batch mean)."""
+        found = {name: fn(labels, predictions) for name, fn in self.functions.items()}
+        if self.batch_fn is not None:
+            found.update(self.batch_fn(labels, predictions))
+        return found
+
+
+@dataclass
+class ModelInstance:
+    """A built model and the pieces bound to it, ready for a worker or a parameter server."""
+
+    model: Any
+    dataset_fn: Callable[[Any, Mode, Any], Any]
+    loss: Callable[[Any, Any], Any]
+    optimizer: Any
+    eval_metrics: Callable[[], EvalMetrics]
+    callbacks: Callable[[], list[Any]] | None = None
+    prediction_outputs_processor: Any = None
+    spec_object: ElasticDLSpec | None = None
+
+
+@dataclass
+class ModelSpec:
+    """A resolved model definition: where it came from, its style, and how to build it.
+
+    `sources` records, per piece, the dotted name that supplies it (written into the
+    TrainedModel so prediction rebuilds the same spec).
+    """
+
+    model_def: str
+    zoo: ZooSource
+    style: str
+    params: dict[str, Any]
+    module: ModuleType
+    symbol: Any
+    sources: dict[str, str] = field(default_factory=dict)
+    _pieces: dict[str, Callable[..., Any] | None] = field(default_factory=dict, repr=False)
+
+    @property
+    def module_file(self) -> str:
+        return str(getattr(self.module, "__file__", self.model_def))
+
+    def instantiate(self, context: Mapping[str, Any] | None = None) -> ModelInstance:
+        """Build the model and bind the dataset function, loss, optimizer and metrics to it."""
+        if self.style == "spec":
+            return self._instantiate_spec(context)
+        model = self._build_model()
+        pieces = dict(self._pieces)
+        if self.style == "keras_defaults":
+            for role, method in (
+                ("dataset_fn", "default_input"),
+                ("loss", "default_loss"),
+                ("optimizer", "default_optimizer"),
+                ("eval_metrics_fn", "default_metrics"),
+            ):
+                if pieces.get(role) is None and callable(getattr(model, method, None)):
+                    pieces[role] = getattr(model, method)
+        for role in ("dataset_fn", "loss", "optimizer"):
+            if pieces.get(role) is None:
+                raise self._missing(role)
+        return ModelInstance(
+            model=model,
+            dataset_fn=_dataset_adapter(pieces["dataset_fn"]),
+            loss=_loss_adapter(pieces["loss"]),
+            optimizer=pieces["optimizer"](**bind_params(pieces["optimizer"], self.params)),
+            eval_metrics=_metrics_adapter(pieces.get("eval_metrics_fn"), self.params),
+            callbacks=pieces.get("callbacks"),
+            prediction_outputs_processor=pieces.get("prediction_outputs_processor"),
+        )
+
+    def _build_model(self) -> Any:
+        symbol = self.symbol
+        if _is_keras_model(symbol):
+            return symbol
+        return symbol(**bind_params(_constructor(symbol), self.params))
+
+    def _instantiate_spec(self, context: Mapping[str, Any] | None) -> ModelInstance:
+        kwargs = bind_params(_constructor(self.symbol), self.params, reserved=("context",))
+        spec = self.symbol(context=dict(context) if context else None, **kwargs)
+        pieces = dict(self._pieces)
+        dataset_fn = pieces.get("dataset_fn") or spec.create_dataset
+        loss = pieces.get("loss")
+        optimizer = pieces.get("optimizer") or spec.create_optimizer
+        metrics = pieces.get("eval_metrics_fn")
+        return ModelInstance(
+            model=spec.create_model(),
+            dataset_fn=_dataset_adapter(dataset_fn),
+            loss=_loss_adapter(loss) if loss else _spec_loss(spec),
+            optimizer=optimizer(**bind_params(optimizer, self.params)),
+            eval_metrics=_metrics_adapter(metrics, self.params) if metrics else _spec_metrics(spec),
+            callbacks=pieces.get("callbacks"),
+            prediction_outputs_processor=pieces.get("prediction_outputs_processor"),
+            spec_object=spec,
+        )
+
+    def _missing(self, role: str) -> ModelZooError:
+        tried = {
+            "functions": f"module-level `{_MODULE_NAMES[role][0]}` in {self.module_file}",
+            "keras_defaults": (
+                f"{self.model_def}.{_DEFAULT_METHODS[role]}() and module-level "
+                f"`{_MODULE_NAMES[role][0]}` in {self.module_file}"
+            ),
+        }[self.style]
+        return ModelZooError(
+            f"model_def {self.model_def!r} has no {role}: searched the --{_FLAGS[role]} flag, "
+            f"{tried}. Define one of these (styles tried: {self.style})."
+        )
+
+
+_MODULE_NAMES = {
+    "dataset_fn": ("dataset_fn", "input_fn"),
+    "loss": ("loss",),
+    "optimizer": ("optimizer",),
+    "eval_metrics_fn": ("eval_metrics_fn",),
+    "callbacks": ("callbacks",),
+    "prediction_outputs_processor": ("PredictionOutputsProcessor",),
+    "custom_data_reader": ("custom_data_reader",),
+}
+_DEFAULT_METHODS = {
+    "dataset_fn": "default_input",
+    "loss": "default_loss",
+    "optimizer": "default_optimizer",
+    "eval_metrics_fn": "default_metrics",
+}
+_FLAGS = {
+    "dataset_fn": "dataset_fn",
+    "loss": "loss",
+    "optimizer": "optimizer",
+    "eval_metrics_fn": "eval_metrics_fn",
+}
+
+
+def _is_keras_model(obj: Any) -> bool:
+    import keras
+
+    return isinstance(obj, keras.Model)
+
+
+def _is_keras_model_class(obj: Any) -> bool:
+    import keras
+
+    return inspect.isclass(obj) and issubclass(obj, keras.Model)
+
+
+def _constructor(symbol: Any) -> Callable[..., Any]:
+    return symbol.__init__ if inspect.isclass(symbol) else symbol
+
+
+def _positional_count(fn: Callable[..., Any]) -> int | None:
+    """Number of positional parameters `fn` takes (None when it takes *args)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    count = 0
+    for p in parameters:
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            return None
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            count += 1
+    return count
+
+
+def _dataset_adapter(fn: Callable[..., Any]) -> Callable[[Any, Mode, Any], Any]:
+    """Accept `dataset_fn(dataset, mode)` and `dataset_fn(dataset, mode, metadata)` alike."""
+    count = _positional_count(fn)
+    if count is not None and count < 3:
+
+        def two_args(dataset: Any, mode: Mode, metadata: Any = None) -> Any:
+            return fn(dataset, mode)
+
+        return two_args
+
+    def three_args(dataset: Any, mode: Mode, metadata: Any = None) -> Any:
+        return fn(dataset, mode, metadata)
+
+    return three_args
+
+
+def _loss_adapter(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    """Normalize to `loss(labels, predictions)`; `loss(output, labels)` (doc 000) by name."""
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    if names[:2] in (["output", "labels"], ["outputs", "labels"], ["predictions", "labels"]):
+        return lambda labels, predictions: fn(predictions, labels)
+    return fn
+
+
+def _spec_loss(spec: ElasticDLSpec) -> Callable[[Any, Any], Any]:
+    return lambda labels, predictions: spec.create_loss(outputs=predictions, labels=labels)
+
+
+def _metrics_adapter(
+    fn: Callable[..., Any] | None, params: Mapping[str, Any]
+) -> Callable[[], EvalMetrics]:
+    if fn is None:
+        return EvalMetrics.from_dict
+    return lambda: EvalMetrics.from_dict(fn(**bind_params(fn, params)))
+
+
+def _spec_metrics(spec: ElasticDLSpec) -> Callable[[], EvalMetrics]:
+    """An ElasticDLSpec computes metric values from tensors in `create_metrics`.
+
+    A spec whose `create_metrics(Mode.EVALUATION)` already returns callables or Keras metrics
+    without tensors is used like `eval_metrics_fn`; otherwise it is called per batch.
+    """
+
+    def per_batch(labels: Any, predictions: Any) -> dict[str, Any]:
+        return dict(
+            spec.create_metrics(mode=Mode.EVALUATION, outputs=predictions, labels=labels) or {}
+        )
+
+    def build() -> EvalMetrics:
+        try:
+            found = spec.create_metrics(mode=Mode.EVALUATION)
+        except Exception:  # noqa: BLE001 - a spec that needs tensors to build its metrics
+            found = None
+        if found and all(callable(v) for v in found.values()):
+            return EvalMetrics.from_dict(found)
+        return EvalMetrics(batch_fn=per_batch)
+
+    return build
+
+
+def _module_candidates(zoo_root: Path, module_path: str) -> list[Path]:
+    parts = module_path.split(".")
+    base = zoo_root.joinpath(*parts)
+    return [base.with_suffix(".py"), base / "__init__.py"]
+
+
+def _forget_conflicting(top: str, zoo_root: Path) -> None:
+    """Drop cached modules named `top` that come from another zoo, so this zoo's one loads."""
+    existing = sys.modules.get(top)
+    if existing is None:
+        return
+    location = getattr(existing, "__file__", None) or ""
+    try:
+        same = Path(location).resolve().is_relative_to(zoo_root)
+    except (OSError, ValueError):
+        same = False
+    if not same:
+        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+            del sys.modules[name]
+
+
+def import_zoo_module(zoo_root: Path, module_path: str, what: str) -> ModuleType:
+    """Import `module_path` from the zoo with the zoo root on sys.path."""
+    if not module_path or any(not part.isidentifier() for part in module_path.split(".")):
+        raise ModelZooError(f"{what}: {module_path!r} is not a dotted Python module path")
+    candidates = _module_candidates(zoo_root, module_path)
+    if not any(c.is_file() for c in candidates):
+        raise ModelZooError(
+            f"{what}: no module {module_path!r} in model zoo {zoo_root} "
+            f"(looked for {candidates[0]} and {candidates[1]})"
+        )
+    with _IMPORT_LOCK:
+        root = str(zoo_root)
+        if root in sys.path:
+            sys.path.remove(root)
+        sys.path.insert(0, root)
+        _forget_conflicting(module_path.split(".")[0], zoo_root)
+        importlib.invalidate_caches()
+        try:
+            return importlib.import_module(module_path)
+        except ModelZooError:
+            raise
+        except Exception as err:
+            raise ModelZooError(
+                f"{what}: importing {module_path!r} from {zoo_root} failed: "
+                f"{type(err).__name__}: {err}"
+            ) from err
+
+
+def _split_dotted(dotted: str, what: str) -> tuple[str, str]:
+    module_path, _, name = dotted.rpartition(".")
+    if not module_path or not name:
+        raise ModelZooError(
+            f"{what}: {dotted!r} must be MODULE.SYMBOL, "
+            "e.g. mnist.mnist_functional_api.custom_model"
+        )
+    return module_path, name
+
+
+def resolve_symbol(zoo_root: Path, dotted: str, what: str, default_module: ModuleType) -> Any:
+    """Resolve a flag value: `name` in the model_def's module, or `module.path.name`."""
+    if "." not in dotted:
+        module = default_module
+        name = dotted
+    else:
+        module_path, name = _split_dotted(dotted, what)
+        module = import_zoo_module(zoo_root, module_path, what)
+    if not hasattr(module, name):
+        raise ModelZooError(f"{what}: {getattr(module, '__file__', module)} has no {name!r}")
+    return getattr(module, name)
+
+
+def load_model_spec(
+    model_def: str,
+    model_zoo: str | None = None,
+    params: str | Mapping[str, Any] | None = None,
+    *,
+    dataset_fn: str | None = None,
+    loss: str | None = None,
+    optimizer: str | None = None,
+    eval_metrics_fn: str | None = None,
+    zoo: ZooSource | None = None,
+) -> ModelSpec:
+    """Resolve `model_def` in the zoo and check that every piece and every param is usable."""
+    source = zoo or resolve_zoo(model_zoo)
+    module_path, name = _split_dotted(model_def, "--model_def")
+    module = import_zoo_module(source.root, module_path, "--model_def")
+    if not hasattr(module, name):
+        public = sorted(n for n in vars(module) if not n.startswith("_"))
+        raise ModelZooError(
+            f"--model_def: {module.__file__} has no symbol {name!r}; it defines: "
+            f"{', '.join(public)}"
+        )
+    symbol = getattr(module, name)
+    style = _style_of(symbol, model_def)
+    parsed = dict(params) if isinstance(params, Mapping) else parse_params(params)
+
+    flags = {
+        "dataset_fn": dataset_fn,
+        "loss": loss,
+        "optimizer": optimizer,
+        "eval_metrics_fn": eval_metrics_fn,
+    }
+    pieces: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for role, flag in flags.items():
+        if flag:
+            pieces[role] = resolve_symbol(source.root, flag, f"--{_FLAGS[role]}", module)
+            sources[role] = flag
+    if style != "spec":
+        for role, names in _MODULE_NAMES.items():
+            if pieces.get(role) is not None:
+                continue
+            own = _DEFAULT_METHODS.get(role) if style == "keras_defaults" else None
+            if own and callable(getattr(symbol, own, None)):
+                sources[role] = f"{model_def}.{own}"
+                continue
+            for candidate in names:
+                if hasattr(module, candidate):
+                    pieces[role] = getattr(module, candidate)
+                    sources[role] = f"{module_path}.{candidate}"
+                    break
+    spec = ModelSpec(
+        model_def=model_def,
+        zoo=source,
+        style=style,
+        params=parsed,
+        module=module,
+        symbol=symbol,
+        sources=sources,
+        _pieces=pieces,
+    )
+    _check_pieces(spec)
+    _check_params(spec)
+    return spec
+
+
+def _style_of(symbol: Any, model_def: str) -> str:
+    if inspect.isclass(symbol) and issubclass(symbol, ElasticDLSpec):
+        return "spec"
+    if _is_keras_model_class(symbol) and any(
+        callable(getattr(symbol, m, None)) for m in _DEFAULT_METHODS.values()
+    ):
+        return "keras_defaults"
+    if _is_keras_model(symbol) or _is_keras_model_class(symbol) or inspect.isfunction(symbol):
+        return "functions"
+    if callable(symbol):
+        return "functions"
+    raise ModelZooError(
+        f"--model_def: {model_def!r} is a {type(symbol).__name__}, not a model. Styles tried: "
+        "a function returning a Keras model, a Keras Model subclass (optionally with "
+        "default_input/default_loss/default_optimizer), a Keras model instance, an "
+        "ElasticDLSpec subclass"
+    )
+
+
+def _check_pieces(spec: ModelSpec) -> None:
+    if spec.style == "spec":
+        return
+    for role in ("dataset_fn", "loss", "optimizer"):
+        if role not in spec.sources:
+            raise spec._missing(role)
+
+
+def _piece_callables(spec: ModelSpec) -> dict[str, tuple[Callable[..., Any], tuple[str, ...]]]:
+    """Every callable that receives params, with the names the runtime fills itself."""
+    found: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {}
+    if not _is_keras_model(spec.symbol):
+        found[spec.model_def] = (_constructor(spec.symbol), ("context",))
+    if spec.style == "spec":
+        found[f"{spec.model_def}.create_optimizer"] = (spec.symbol.create_optimizer, ())
+    for role in ("optimizer", "eval_metrics_fn"):
+        piece = spec._pieces.get(role)
+        if piece is not None:
+            found[spec.sources[role]] = (piece, _METRICS_ARGS)
+    return found
+
+
+def _check_params(spec: ModelSpec) -> None:
+    pieces = _piece_callables(spec).items()
+    acceptors = {where: accepted_names(fn, reserved) for where, (fn, reserved) in pieces}
+    check_all_accepted(spec.params, acceptors)

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from zoo_steps import one_gradient_step
 
 from elasticdl.runtime.model_spec import ModelZooError, load_model_spec
 from elasticdl.runtime.params import ParamsError
 from elasticdl.runtime.zoo_source import ZooSourceError, resolve_zoo
-from tests.zoo_steps import one_gradient_step
 
 COMMON = """
 import tensorflow as tf

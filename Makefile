@@ -1,0 +1,19 @@
+.PHONY: demo test setup proto lint bench
+
+demo:  ## set up and run the main job on the local engine
+	scripts/demo.sh
+
+test:  ## set up and run every test (what CI runs)
+	scripts/test.sh
+
+setup:
+	scripts/setup.sh
+
+proto:  ## regenerate proto/*_pb2*.py from proto/elasticdl.proto
+	.venv/bin/python scripts/gen_proto.py
+
+lint:
+	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+
+bench:
+	.venv/bin/python bench/recordio.py

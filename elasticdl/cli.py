@@ -1,0 +1,164 @@
+"""The `elasticdl` command line.
+
+Subcommands parse strings into the same arguments the Python API takes and report user
+errors as one line on stderr (exit status 2), never a traceback; `--log_level debug` shows
+the traceback too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from elasticdl import __version__
+
+log = logging.getLogger("elasticdl")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _add_data_commands(commands: argparse._SubParsersAction) -> None:
+    from elasticdl.runtime.data.generate import DATASETS
+    from elasticdl.runtime.data.recordio import Compressor
+
+    data = commands.add_parser("data", help="generate, inspect and plan RecordIO data")
+    sub = data.add_subparsers(dest="data_command", required=True, metavar="COMMAND")
+
+    inspect = sub.add_parser("inspect", help="files, record counts, chunks, first record")
+    inspect.add_argument("location", metavar="PATH_OR_GLOB", help="file, directory, glob or URL")
+    inspect.add_argument("--json", action="store_true", help="print one JSON object")
+
+    gen = sub.add_parser("gen", help="write a built-in data set as sharded RecordIO")
+    gen.add_argument("name", choices=sorted(DATASETS), metavar="NAME", help=", ".join(DATASETS))
+    gen.add_argument("--output", required=True, help="output directory (path or fsspec URL)")
+    gen.add_argument("--num_records", type=_positive_int, required=True)
+    gen.add_argument("--records_per_file", type=_positive_int, default=None)
+    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument(
+        "--compressor",
+        choices=[c.name.lower() for c in Compressor],
+        default="snappy",
+        help="chunk compression (default snappy, as pyrecordio)",
+    )
+
+    plan = sub.add_parser("plan", help="print the (file, start, end) tasks of a data set")
+    plan.add_argument("location", metavar="PATH_OR_GLOB")
+    plan.add_argument("--records_per_task", type=_positive_int, default=1024)
+
+
+def _add_zoo_commands(commands: argparse._SubParsersAction) -> None:
+    zoo = commands.add_parser("zoo", help="resolve a model definition and show its pieces")
+    zoo.add_argument("--model_zoo", default=None, help="directory or git URL (default: built-in)")
+    zoo.add_argument(
+        "--model_def", required=True, help="e.g. mnist.mnist_functional_api.custom_model"
+    )
+    zoo.add_argument("--params", default="", help='e.g. "hidden_units=[10, 20], lr=0.01"')
+    zoo.add_argument("--dataset_fn", "--input_fn", dest="dataset_fn", default=None)
+    zoo.add_argument("--loss", default=None)
+    zoo.add_argument("--optimizer", default=None)
+    zoo.add_argument("--eval_metrics_fn", default=None)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="elasticdl",
+        description="Elastic, fault-tolerant training and prediction for Keras models.",
+    )
+    parser.add_argument("--version", action="version", version=f"elasticdl {__version__}")
+    parser.add_argument(
+        "--log_level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="logging verbosity (debug also prints tracebacks of errors)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_data_commands(commands)
+    _add_zoo_commands(commands)
+    return parser
+
+
+def _run_data(args: argparse.Namespace) -> None:
+    from elasticdl.data_commands import inspect_data, plan_data
+
+    if args.data_command == "inspect":
+        inspect_data(args.location, sys.stdout, as_json=args.json)
+    elif args.data_command == "plan":
+        plan_data(args.location, args.records_per_task, sys.stdout)
+    elif args.data_command == "gen":
+        from elasticdl.runtime.data.generate import generate
+        from elasticdl.runtime.data.recordio import Compressor
+
+        paths = generate(
+            args.name,
+            args.output,
+            args.num_records,
+            records_per_file=args.records_per_file,
+            seed=args.seed,
+            compressor=Compressor[args.compressor.upper()],
+        )
+        for path in paths:
+            print(path)
+        print(f"wrote {args.num_records} {args.name} record(s) in {len(paths)} file(s)")
+
+
+def _run_zoo(args: argparse.Namespace) -> None:
+    from elasticdl.runtime.model_spec import load_model_spec
+
+    spec = load_model_spec(
+        args.model_def,
+        args.model_zoo,
+        args.params,
+        dataset_fn=args.dataset_fn,
+        loss=args.loss,
+        optimizer=args.optimizer,
+        eval_metrics_fn=args.eval_metrics_fn,
+    )
+    print(f"model_def:       {spec.model_def}")
+    commit = f" @ {spec.zoo.commit}" if spec.zoo.commit else ""
+    print(f"zoo:             {spec.zoo.url} ({spec.zoo.root}){commit}")
+    print(f"file:            {spec.module_file}")
+    print(f"style:           {spec.style}")
+    print(f"params:          {spec.params}")
+    for role, source in sorted(spec.sources.items()):
+        print(f"{role + ':':<17}{source}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `elasticdl` console script; returns the exit status."""
+    # TensorFlow's C++ start-up lines would bury our one-line errors; users can override.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        if args.command == "data":
+            _run_data(args)
+        elif args.command == "zoo":
+            _run_zoo(args)
+    except (ValueError, FileNotFoundError) as err:
+        if args.log_level == "debug":
+            log.exception("failed")
+        print(f"elasticdl: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("elasticdl: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

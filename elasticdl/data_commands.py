@@ -1,0 +1,85 @@
+"""`elasticdl data ...`: generate, inspect and plan RecordIO data sets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from elasticdl.runtime.data import recordio
+from elasticdl.runtime.data.files import expand_data_urls
+from elasticdl.runtime.data.metadata import DatasetMetadata
+from elasticdl.runtime.data.planner import plan_tasks
+
+
+def _preview(values: list[Any], limit: int = 8) -> str:
+    shown = ", ".join(f"{v:.4g}" if isinstance(v, float) else repr(v) for v in values[:limit])
+    more = f", ... ({len(values)} values)" if len(values) > limit else ""
+    return f"[{shown}{more}]"
+
+
+def describe_example(serialized: bytes) -> dict[str, str]:
+    """Feature name -> 'kind[length] preview' for one serialized tf.train.Example."""
+    from tensorflow.core.example import example_pb2
+
+    example = example_pb2.Example.FromString(serialized)
+    described: dict[str, str] = {}
+    for name, info in DatasetMetadata.from_example(serialized).columns.items():
+        feature = example.features.feature[name]
+        values = list(getattr(feature, f"{info.kind}_list").value)
+        described[name] = f"{info.kind}[{info.length}] {_preview(values)}"
+    return described
+
+
+def inspect_data(location: str, out: TextIO, as_json: bool = False) -> list[dict[str, Any]]:
+    """Print, per file: records, chunks, compressors, bytes; then the first record decoded."""
+    summaries: list[dict[str, Any]] = []
+    first: bytes | None = None
+    for url in expand_data_urls(location):
+        with recordio.RecordIOReader(url) as reader:
+            index = reader.index
+            if first is None and index.num_records:
+                first = next(reader.read(0, 1))
+        summaries.append(
+            {
+                "file": url,
+                "records": index.num_records,
+                "chunks": len(index.chunks),
+                "compressors": sorted({c.compressor.name.lower() for c in index.chunks}),
+                "bytes": index.file_size,
+            }
+        )
+    total = sum(s["records"] for s in summaries)
+    first_example: dict[str, str] | str | None = None
+    if first is not None:
+        try:
+            first_example = describe_example(first)
+        except Exception as err:  # noqa: BLE001 - records need not be tf.Example
+            first_example = f"not a tf.train.Example ({type(err).__name__}): {first[:64]!r}"
+    if as_json:
+        out.write(
+            json.dumps({"files": summaries, "records": total, "first_record": first_example}) + "\n"
+        )
+        return summaries
+    width = max(len(s["file"]) for s in summaries)
+    out.write(f"{'file':<{width}}  {'records':>9}  {'chunks':>6}  {'bytes':>11}  compressor\n")
+    for s in summaries:
+        out.write(
+            f"{s['file']:<{width}}  {s['records']:>9}  {s['chunks']:>6}  {s['bytes']:>11}  "
+            f"{','.join(s['compressors']) or '-'}\n"
+        )
+    out.write(f"{len(summaries)} file(s), {total} record(s)\n")
+    if isinstance(first_example, dict):
+        out.write("first record (tf.train.Example):\n")
+        for name, text in first_example.items():
+            out.write(f"  {name}: {text}\n")
+    elif first_example:
+        out.write(f"first record: {first_example}\n")
+    return summaries
+
+
+def plan_data(location: str, records_per_task: int, out: TextIO) -> None:
+    """Print the training tasks `(file, start, end)` that the master would hand out."""
+    shards = plan_tasks(location, records_per_task)
+    for i, shard in enumerate(shards):
+        out.write(f"task {i}: {shard.file} [{shard.start}, {shard.end})\n")
+    out.write(f"{len(shards)} task(s), {sum(s.num_records for s in shards)} record(s)\n")

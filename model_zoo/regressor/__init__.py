@@ -1,0 +1,85 @@
+"""`regressor.DNN`: a DNN regressor for any table of tf.Example records (Keras class style).
+
+    elasticdl train --model_def=regressor.DNN \\
+        --params="hidden_units=[64, 32], learning_rate=0.01" --data=...
+
+The label column (`label` unless the metadata names another) holds one number per record; every
+other column except `id` is a feature (see `zoo_common.tabular`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import tensorflow as tf
+from zoo_common.tabular import TableDNN, parse_table_dataset
+
+from elasticdl import Mode
+from elasticdl.runtime.data.metadata import DatasetMetadata
+
+
+def squared_error(labels: tf.Tensor, predictions: tf.Tensor) -> tf.Tensor:
+    """Per-example squared error."""
+    diff = tf.reshape(predictions, [-1]) - tf.reshape(tf.cast(labels, tf.float32), [-1])
+    return tf.square(diff)
+
+
+def absolute_error(labels: tf.Tensor, predictions: tf.Tensor) -> tf.Tensor:
+    """Per-example absolute error."""
+    diff = tf.reshape(predictions, [-1]) - tf.reshape(tf.cast(labels, tf.float32), [-1])
+    return tf.abs(diff)
+
+
+class DNN(TableDNN):
+    """Hidden ReLU layers and one linear output, trained with mean squared error and Adam."""
+
+    def __init__(
+        self,
+        hidden_units: Sequence[int] = (64, 32),
+        learning_rate: float = 0.01,
+        activation: str = "relu",
+        dropout_rate: float = 0.0,
+        hash_buckets: int = 1000,
+        embedding_dim: int = 8,
+        name: str = "regressor_dnn",
+    ) -> None:
+        super().__init__(
+            output_units=1,
+            hidden_units=hidden_units,
+            activation=activation,
+            dropout_rate=dropout_rate,
+            hash_buckets=hash_buckets,
+            embedding_dim=embedding_dim,
+            name=name,
+        )
+        self.learning_rate = float(learning_rate)
+
+    def get_config(self) -> dict[str, Any]:
+        """Constructor arguments, so Keras can re-create the model."""
+        return {**self.table_config(), "learning_rate": self.learning_rate}
+
+    def default_input(
+        self, dataset: tf.data.Dataset, mode: Mode, metadata: DatasetMetadata | None = None
+    ) -> tf.data.Dataset:
+        """Parse the table's records into (features, float label [1])."""
+        return parse_table_dataset(
+            dataset,
+            mode,
+            metadata,
+            label_dtype=tf.float32,
+            hash_buckets=self.hash_buckets,
+            model_name="regressor.DNN",
+        )
+
+    def default_loss(self, labels: tf.Tensor, predictions: tf.Tensor) -> tf.Tensor:
+        """Mean squared error."""
+        return tf.reduce_mean(squared_error(labels, predictions))
+
+    def default_optimizer(self) -> tf.keras.optimizers.Optimizer:
+        """Adam with the model's `learning_rate`."""
+        return tf.keras.optimizers.Adam(learning_rate=self.learning_rate)
+
+    def default_metrics(self) -> dict[str, Any]:
+        """Per-example squared and absolute errors (averaged: MSE and MAE)."""
+        return {"mse": squared_error, "mae": absolute_error}

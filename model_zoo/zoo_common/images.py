@@ -1,0 +1,36 @@
+"""Input pipeline shared by the image classifiers (MNIST, CIFAR-10)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from elasticdl import Mode
+
+
+def parse_image_dataset(
+    dataset: tf.data.Dataset, mode: Mode, image_shape: Sequence[int]
+) -> tf.data.Dataset:
+    """Map serialized tf.train.Example records to ({"image": pixels / 255}, label [1]).
+
+    `image` is a float list of pixels in 0-255 (row-major `image_shape`); `label` an int64 list
+    of one. In PREDICTION mode only the features are returned and `label` may be absent.
+    Records are shuffled only when training.
+    """
+    spec = {"image": tf.io.FixedLenFeature(list(image_shape), tf.float32)}
+    if mode != Mode.PREDICTION:
+        spec["label"] = tf.io.FixedLenFeature([1], tf.int64)
+
+    def _parse(record: tf.Tensor) -> Any:
+        parsed = tf.io.parse_single_example(record, spec)
+        features = {"image": parsed["image"] / 255.0}
+        if mode == Mode.PREDICTION:
+            return features
+        return features, tf.cast(parsed["label"], tf.int32)
+
+    dataset = dataset.map(_parse, num_parallel_calls=tf.data.AUTOTUNE)
+    if mode == Mode.TRAINING:
+        dataset = dataset.shuffle(buffer_size=1024)
+    return dataset

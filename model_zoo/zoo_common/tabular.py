@@ -1,0 +1,201 @@
+"""Tables of tf.Example records for the built-in DNNs (`regressor.DNN`, `classifier.DNN`).
+
+Any table works: each column is its own feature (`x0`, `x1`, ... floats; an `id` column is
+ignored). The columns come from the `DatasetMetadata` the runtime passes to `dataset_fn`; when
+none is given, the first record of the dataset is inspected instead.
+
+A parsed record becomes two model inputs:
+
+* `"dense"` — the numeric (float and int64) features concatenated in column order, as float32;
+* `"categorical"` — one hash-bucket id per value of each string (bytes) column. The column name
+  is hashed with the value, so equal strings in different columns get different buckets; all
+  columns share one embedding table in the model.
+
+Numeric features go into the model unscaled. `transform_numeric` is the one place to plug in
+per-column normalization (e.g. from the `schema.json` of a SQL source, `metadata.schema`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from elasticdl import Mode
+from elasticdl.runtime.data.metadata import DatasetMetadata, FeatureInfo
+
+DENSE_KEY = "dense"
+CATEGORICAL_KEY = "categorical"
+
+_PARSE_TYPES = {"float": tf.float32, "int64": tf.int64, "bytes": tf.string}
+_DEFAULTS = {"float": 0.0, "int64": 0, "bytes": b""}
+
+
+def resolve_metadata(dataset: tf.data.Dataset, metadata: DatasetMetadata | None) -> DatasetMetadata:
+    """Return `metadata`, or describe the dataset's first record when it is None."""
+    if metadata is not None:
+        return metadata
+    for record in dataset.take(1):
+        return DatasetMetadata.from_example(record.numpy())
+    raise ValueError("cannot infer the table's columns: the dataset is empty and no metadata given")
+
+
+def transform_numeric(
+    name: str, values: tf.Tensor, info: FeatureInfo, metadata: DatasetMetadata
+) -> tf.Tensor:
+    """Per-column transform of numeric `values` (float32); the identity for now.
+
+    The hook for normalization from `metadata.schema` (the SQL source's `schema.json`).
+    """
+    del name, info, metadata
+    return values
+
+
+def parse_table_dataset(
+    dataset: tf.data.Dataset,
+    mode: Mode,
+    metadata: DatasetMetadata | None,
+    *,
+    label_dtype: tf.DType,
+    hash_buckets: int,
+    model_name: str,
+) -> tf.data.Dataset:
+    """Map serialized tf.Example records to ({"dense": ..., "categorical": ...}, label [1]).
+
+    In PREDICTION mode only the features are returned. A feature missing from a record reads as
+    0 (numbers) or "" (strings). Records are shuffled only when training.
+    """
+    metadata = resolve_metadata(dataset, metadata)
+    columns = metadata.feature_columns()
+    if not columns:
+        raise ValueError(
+            f"{model_name}: the records have no feature columns (found {sorted(metadata.columns)},"
+            f" label {metadata.label!r}); give the table at least one column besides label and id"
+        )
+    spec: dict[str, Any] = {}
+    for name, info in columns.items():
+        if info.length < 1:
+            raise ValueError(f"{model_name}: column {name!r} is empty in the sampled record")
+        default = [_DEFAULTS[info.kind]] * info.length
+        spec[name] = tf.io.FixedLenFeature([info.length], _PARSE_TYPES[info.kind], default)
+    label = None
+    if mode != Mode.PREDICTION:
+        label = metadata.label or ("label" if "label" in metadata.columns else None)
+        if label is None:
+            raise ValueError(
+                f"{model_name}: no label column among {sorted(metadata.columns)}; "
+                "name the label column `label` or set it in the dataset metadata"
+            )
+        label_info = metadata.columns[label]
+        if label_info.length != 1 or label_info.kind == "bytes":
+            raise ValueError(
+                f"{model_name}: label column {label!r} must hold one number per record, "
+                f"found {label_info.kind} x {label_info.length}"
+            )
+        spec[label] = tf.io.FixedLenFeature([1], _PARSE_TYPES[label_info.kind])
+
+    def _parse(record: tf.Tensor) -> Any:
+        parsed = tf.io.parse_single_example(record, spec)
+        dense, categorical = [], []
+        for name, info in columns.items():
+            values = parsed[name]
+            if info.kind == "bytes":
+                keyed = tf.strings.join([tf.constant(name + "="), values])
+                categorical.append(tf.strings.to_hash_bucket_fast(keyed, hash_buckets))
+            else:
+                values = tf.cast(values, tf.float32)
+                dense.append(transform_numeric(name, values, info, metadata))
+        features = {}
+        if dense:
+            features[DENSE_KEY] = tf.concat(dense, axis=0)
+        if categorical:
+            features[CATEGORICAL_KEY] = tf.concat(categorical, axis=0)
+        if label is None:
+            return features
+        return features, tf.cast(parsed[label], label_dtype)
+
+    dataset = dataset.map(_parse, num_parallel_calls=tf.data.AUTOTUNE)
+    if mode == Mode.TRAINING:
+        dataset = dataset.shuffle(buffer_size=1024)
+    return dataset
+
+
+class TableDNN(tf.keras.Model):
+    """Fully connected network over the "dense" and embedded "categorical" inputs.
+
+    `hidden_units=()` gives a linear model. Subclasses add the output size, loss, optimizer and
+    metrics (the `default_*` methods the model-zoo loader calls).
+    """
+
+    def __init__(
+        self,
+        output_units: int,
+        hidden_units: Sequence[int] = (64, 32),
+        activation: str = "relu",
+        dropout_rate: float = 0.0,
+        hash_buckets: int = 1000,
+        embedding_dim: int = 8,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name=name)
+        if isinstance(hidden_units, int):
+            hidden_units = (hidden_units,)
+        self.hidden_units = tuple(int(u) for u in hidden_units)
+        if any(u < 1 for u in self.hidden_units):
+            raise ValueError(f"hidden_units must be positive integers, got {list(hidden_units)}")
+        self.activation = str(activation)
+        self.dropout_rate = float(dropout_rate)
+        self.hash_buckets = int(hash_buckets)
+        self.embedding_dim = int(embedding_dim)
+        layers = tf.keras.layers
+        # Named layers give stable variable paths ("<name>/hidden_1/kernel", ...).
+        self._embedding = layers.Embedding(self.hash_buckets, self.embedding_dim, name="embedding")
+        self._flatten = layers.Flatten(name="flatten")
+        self._hidden = [
+            layers.Dense(units, activation=self.activation, name=f"hidden_{i}")
+            for i, units in enumerate(self.hidden_units, start=1)
+        ]
+        self._dropout = layers.Dropout(self.dropout_rate, name="dropout")
+        self._output = layers.Dense(int(output_units), name="output")
+
+    def build(self, input_shape: dict[str, Any]) -> None:
+        """Create the weights for the inputs present (no embedding without string columns)."""
+        width = 0
+        if DENSE_KEY in input_shape:
+            width += int(input_shape[DENSE_KEY][-1])
+        if CATEGORICAL_KEY in input_shape:
+            self._embedding.build(input_shape[CATEGORICAL_KEY])
+            width += int(input_shape[CATEGORICAL_KEY][-1]) * self.embedding_dim
+        for layer in self._hidden:
+            layer.build((None, width))
+            width = layer.units
+        self._output.build((None, width))
+        self.built = True
+
+    def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
+        """Return [batch, output_units] outputs (values or logits)."""
+        parts = []
+        if DENSE_KEY in inputs:
+            parts.append(tf.cast(inputs[DENSE_KEY], tf.float32))
+        if CATEGORICAL_KEY in inputs:
+            parts.append(self._flatten(self._embedding(inputs[CATEGORICAL_KEY])))
+        if not parts:
+            raise ValueError(f"{self.name} expects inputs {DENSE_KEY!r} and/or {CATEGORICAL_KEY!r}")
+        x = parts[0] if len(parts) == 1 else tf.concat(parts, axis=-1)
+        for layer in self._hidden:
+            x = layer(x)
+            if self.dropout_rate > 0:
+                x = self._dropout(x, training=training)
+        return self._output(x)
+
+    def table_config(self) -> dict[str, Any]:
+        """The constructor arguments this base class owns."""
+        return {
+            "hidden_units": list(self.hidden_units),
+            "activation": self.activation,
+            "dropout_rate": self.dropout_rate,
+            "hash_buckets": self.hash_buckets,
+            "embedding_dim": self.embedding_dim,
+            "name": self.name,
+        }

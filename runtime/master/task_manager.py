@@ -1,0 +1,329 @@
+"""The master's task bookkeeping: pure logic, no I/O, time passed in by the caller.
+
+States of a task (a record range of one file, for one epoch):
+
+    todo --get()--> doing --report_result(ok)--> done
+                      |--report_result(error)--> todo (whole range), or job failed at the cap
+                      |--recover_worker()------> todo (unfinished remainder only)
+                      `--expired()/recover------> todo (remainder; the worker is restarted)
+
+Progress reports (records done within the task, cumulative) are the truth for what was
+trained, so a dead worker's finished records are never handed out again. A range that fails
+more than `max_task_retries` times fails the job with a message naming it; nothing is dropped
+silently. Epochs are planned lazily: epoch e+1's shuffled tasks are queued when epoch e's todo
+queue runs dry, so workers never idle at an epoch boundary.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from elasticdl.runtime.data.shards import Shard
+
+
+class TaskType(enum.IntEnum):
+    """Same numbers as elasticdl.proto TaskType."""
+
+    TRAINING = 1
+    EVALUATION = 2
+    PREDICTION = 3
+
+
+@dataclass
+class Task:
+    """A unit of work handed to one worker: records `[start, end)` of `file`."""
+
+    task_id: int
+    shard: Shard
+    type: TaskType
+    epoch: int = 0
+    model_version: int = -1
+    lineage: int = 0
+    """Id of the first task of this record range; retries of a remainder share it."""
+
+    @property
+    def num_records(self) -> int:
+        return self.shard.num_records
+
+
+@dataclass
+class _Running:
+    task: Task
+    worker_id: int
+    started_at: float
+    last_progress_at: float
+    records_done: int = 0
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened to the job, for the job report and the log."""
+
+    kind: str
+    at: float
+    seconds: float = 0.0
+    worker_id: int | None = None
+    task_id: int | None = None
+    detail: str = ""
+
+
+@dataclass
+class EpochStats:
+    planned: int = 0
+    trained: int = 0
+    redone: int = 0
+
+
+class JobFailed(RuntimeError):
+    """The job cannot finish; the message says which work failed and why."""
+
+
+@dataclass
+class TaskManagerConfig:
+    records_per_task: int
+    num_epochs: int = 1
+    shuffle: bool = True
+    seed: int = 0
+    max_task_retries: int = 3
+    timeout_floor_s: float = 60.0
+    timeout_factor: float = 5.0
+    """A task times out after max(floor, factor x the slowest finished task) without progress."""
+
+
+@dataclass
+class _Failures:
+    count: int = 0
+    last_error: str = ""
+
+
+class TaskManager:
+    """Training (and later evaluation/prediction) tasks for a job; thread-unsafe by design.
+
+    The gRPC servicer wraps every call in one lock; this class stays pure so its state
+    machine is tested directly.
+    """
+
+    def __init__(
+        self,
+        shards: Sequence[Shard],
+        config: TaskManagerConfig,
+        task_type: TaskType = TaskType.TRAINING,
+        now: float = 0.0,
+    ) -> None:
+        if config.num_epochs <= 0:
+            raise ValueError(f"num_epochs must be >= 1, got {config.num_epochs}")
+        self.config = config
+        self.task_type = task_type
+        self._shards = list(shards)
+        self._todo: deque[Task] = deque()
+        self._doing: dict[int, _Running] = {}
+        self._next_id = 1
+        self._next_epoch = 0
+        self._failures: dict[int, _Failures] = {}
+        self._durations: list[float] = []
+        self._started_at = now
+        self.events: list[Event] = []
+        self.epochs: list[EpochStats] = []
+        self.failure: str | None = None
+        self.finished_tasks = 0
+        if not self._shards:
+            raise ValueError("no records to process: the data has no records")
+        self._plan_next_epoch()
+
+    # -- planning ------------------------------------------------------------------------------
+
+    def _new_task(self, shard: Shard, epoch: int, lineage: int = 0) -> Task:
+        task = Task(self._next_id, shard, self.task_type, epoch=epoch, lineage=lineage)
+        task.lineage = lineage or task.task_id
+        self._next_id += 1
+        return task
+
+    def _plan_next_epoch(self) -> bool:
+        if self._next_epoch >= self.config.num_epochs:
+            return False
+        epoch = self._next_epoch
+        self._next_epoch += 1
+        shards = list(self._shards)
+        if self.config.shuffle:
+            random.Random(self.config.seed * 1_000_003 + epoch).shuffle(shards)
+        self._todo.extend(self._new_task(shard, epoch) for shard in shards)
+        self.epochs.append(EpochStats(planned=sum(s.num_records for s in shards)))
+        return True
+
+    # -- the worker-facing calls ---------------------------------------------------------------
+
+    def get(self, worker_id: int, now: float) -> Task | None:
+        """The next task for `worker_id`, or None when nothing is left to hand out now."""
+        if self.failure is not None:
+            return None
+        if not self._todo:
+            self._plan_next_epoch()
+        if not self._todo:
+            return None
+        task = self._todo.popleft()
+        self._doing[task.task_id] = _Running(task, worker_id, now, now)
+        return task
+
+    def report_progress(self, worker_id: int, task_id: int, records_done: int, now: float) -> bool:
+        """Record cumulative progress within a task; False if the task is not this worker's."""
+        running = self._doing.get(task_id)
+        if running is None or running.worker_id != worker_id:
+            return False
+        done = max(0, min(records_done, running.task.num_records))
+        if done > running.records_done:
+            self.epochs[running.task.epoch].trained += done - running.records_done
+            running.records_done = done
+        running.last_progress_at = now
+        return True
+
+    def report_result(
+        self, worker_id: int, task_id: int, error: str, now: float, records_done: int = -1
+    ) -> None:
+        """A worker finished a task (`error` empty) or gave up on it (`error` says why)."""
+        running = self._doing.get(task_id)
+        if running is None or running.worker_id != worker_id:
+            return
+        if not error:
+            done = running.task.num_records if records_done < 0 else records_done
+            self.report_progress(worker_id, task_id, done, now)
+            del self._doing[task_id]
+            if running.records_done < running.task.num_records:
+                self._requeue(
+                    running, now, cause="worker read fewer records than planned", count_failure=True
+                )
+                return
+            self.finished_tasks += 1
+            self._durations.append(now - running.started_at)
+            return
+        if records_done >= 0:
+            self.report_progress(worker_id, task_id, records_done, now)
+        del self._doing[task_id]
+        self._requeue(running, now, cause=f"task error: {error}", count_failure=True, error=error)
+
+    def recover_worker(
+        self,
+        worker_id: int,
+        now: float,
+        cause: str,
+        detected_at: float | None = None,
+        applied: dict[int, int] | None = None,
+    ) -> list[Task]:
+        """Put the unfinished remainder of a dead worker's tasks back in the todo queue.
+
+        `applied` maps task id -> records whose gradients reached the parameter servers (from
+        the PS), which may exceed the last progress report by the minibatch in flight: those
+        records are counted as trained and as redone.
+        """
+        requeued: list[Task] = []
+        for task_id, running in list(self._doing.items()):
+            if running.worker_id != worker_id:
+                continue
+            del self._doing[task_id]
+            extra = (applied or {}).get(task_id, running.records_done) - running.records_done
+            if extra > 0:
+                stats = self.epochs[running.task.epoch]
+                extra = min(extra, running.task.num_records - running.records_done)
+                stats.trained += extra
+                stats.redone += extra
+            task = self._requeue(running, now, cause=cause, count_failure=True, since=detected_at)
+            if task is not None:
+                requeued.append(task)
+        return requeued
+
+    def expired(self, now: float) -> list[tuple[int, Task]]:
+        """(worker id, task) pairs with no progress for longer than the task timeout."""
+        limit = self.task_timeout()
+        return [
+            (r.worker_id, r.task) for r in self._doing.values() if now - r.last_progress_at > limit
+        ]
+
+    def task_timeout(self) -> float:
+        slowest = max(self._durations, default=0.0)
+        return max(self.config.timeout_floor_s, self.config.timeout_factor * slowest)
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _requeue(
+        self,
+        running: _Running,
+        now: float,
+        cause: str,
+        count_failure: bool,
+        error: str = "",
+        since: float | None = None,
+    ) -> Task | None:
+        task = running.task
+        done = running.records_done
+        if done >= task.num_records:
+            self.finished_tasks += 1
+            return None
+        failures = self._failures.setdefault(task.lineage, _Failures())
+        if count_failure:
+            failures.count += 1
+            failures.last_error = error or cause
+        if failures.count > self.config.max_task_retries:
+            self.failure = (
+                f"task {task.lineage} ({task.shard.file} records [{task.shard.start}, "
+                f"{task.shard.end}), epoch {task.epoch}) failed {failures.count} times, more "
+                f"than --max_task_retries={self.config.max_task_retries}; last error: "
+                f"{failures.last_error}"
+            )
+            self.events.append(Event("job_failed", now, detail=self.failure, task_id=task.task_id))
+            return None
+        remainder = Shard(task.shard.file, task.shard.start + done, task.shard.end)
+        new = self._new_task(remainder, task.epoch, lineage=task.lineage)
+        self._todo.appendleft(new)
+        self.events.append(
+            Event(
+                "task_requeued",
+                now,
+                seconds=now - (since if since is not None else now),
+                worker_id=running.worker_id,
+                task_id=task.task_id,
+                detail=f"{cause}; records [{remainder.start}, {remainder.end}) back as task "
+                f"{new.task_id}",
+            )
+        )
+        return new
+
+    # -- job state -----------------------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """All epochs planned and every task done (False when the job failed)."""
+        return (
+            self.failure is None
+            and not self._todo
+            and not self._doing
+            and self._next_epoch >= self.config.num_epochs
+        )
+
+    @property
+    def pending(self) -> int:
+        return len(self._todo) + len(self._doing)
+
+    def doing(self, worker_id: int | None = None) -> list[Task]:
+        return [
+            r.task for r in self._doing.values() if worker_id is None or r.worker_id == worker_id
+        ]
+
+    @property
+    def epoch(self) -> int:
+        """The epoch of the work in progress (the last planned one)."""
+        return max(0, self._next_epoch - 1)
+
+    @property
+    def records_planned(self) -> int:
+        return sum(s.num_records for s in self._shards) * self.config.num_epochs
+
+    @property
+    def records_trained(self) -> int:
+        return sum(e.trained for e in self.epochs)
+
+    @property
+    def records_redone(self) -> int:
+        return sum(e.redone for e in self.epochs)

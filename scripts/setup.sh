@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Create (or update) the project's virtual environment in .venv with everything the product
+# and its tests need. Safe to run again: pip skips what is installed already.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-}"
+if [ -z "$PYTHON" ]; then
+  for candidate in python3.11 python3.12 python3.13 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 &&
+      "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
+      PYTHON="$candidate"
+      break
+    fi
+  done
+fi
+if [ -z "$PYTHON" ]; then
+  echo "setup: need Python >= 3.11 (set PYTHON=/path/to/python3.11)" >&2
+  exit 1
+fi
+
+if ! command -v git >/dev/null 2>&1; then
+  echo "setup: installing git (model zoos may be git repositories)"
+  apt-get update -qq && apt-get install -y -qq git >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e '.[dev]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi

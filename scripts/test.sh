@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Set everything up and run the whole test suite (what CI runs). Extra args go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+. .venv/bin/activate
+echo "== ruff"
+ruff check .
+ruff format --check .
+echo "== pytest"
+python -P -m pytest -q -p no:cacheprovider "$@"

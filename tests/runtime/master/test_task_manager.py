@@ -1,0 +1,134 @@
+import pytest
+
+from elasticdl.runtime.data.shards import Shard, plan_shards
+from elasticdl.runtime.master.task_manager import TaskManager, TaskManagerConfig
+
+FILES = [("a", 25), ("b", 10)]
+
+
+def manager(**overrides) -> TaskManager:
+    config = TaskManagerConfig(records_per_task=10, **overrides)
+    return TaskManager(plan_shards(FILES, 10), config)
+
+
+def drain(tm: TaskManager, worker: int = 0, now: float = 0.0) -> list:
+    done = []
+    while (task := tm.get(worker, now)) is not None:
+        tm.report_result(worker, task.task_id, "", now)
+        done.append(task)
+    return done
+
+
+def covered(tasks) -> dict[tuple[str, int], int]:
+    counts: dict[tuple[str, int], int] = {}
+    for task in tasks:
+        for r in range(task.shard.start, task.shard.end):
+            counts[(task.shard.file, r)] = counts.get((task.shard.file, r), 0) + 1
+    return counts
+
+
+def test_every_record_once_per_epoch_and_shuffled_epochs():
+    tm = manager(num_epochs=3, seed=7)
+    tasks = drain(tm)
+    assert tm.finished
+    for epoch in range(3):
+        counts = covered(t for t in tasks if t.epoch == epoch)
+        assert len(counts) == 35 and set(counts.values()) == {1}
+    orders = [[t.shard for t in tasks if t.epoch == e] for e in range(3)]
+    assert orders[0] != orders[1] or orders[1] != orders[2]
+    assert [e.trained for e in tm.epochs] == [35, 35, 35]
+    assert tm.records_redone == 0
+
+
+def test_no_shuffle_keeps_file_order():
+    tm = manager(shuffle=False)
+    assert [t.shard for t in drain(tm)] == plan_shards(FILES, 10)
+
+
+def test_dead_worker_gives_back_only_the_unfinished_remainder():
+    tm = manager(shuffle=False)
+    first = tm.get(1, 0.0)
+    other = tm.get(2, 0.0)
+    assert tm.report_progress(1, first.task_id, 4, 1.0)
+    requeued = tm.recover_worker(1, 5.0, cause="worker 1 killed", detected_at=4.5)
+    assert [t.shard for t in requeued] == [Shard(first.shard.file, 4, 10)]
+    assert tm.events[-1].kind == "task_requeued"
+    assert tm.events[-1].seconds == pytest.approx(0.5)
+    # The requeued remainder is handed out next, to anyone.
+    again = tm.get(3, 6.0)
+    assert again.shard == Shard(first.shard.file, 4, 10)
+    assert again.lineage == first.task_id
+    tm.report_result(3, again.task_id, "", 7.0)
+    tm.report_result(2, other.task_id, "", 7.0)
+    drain(tm, 3)
+    assert tm.finished
+    assert tm.epochs[0].trained == 35 and tm.epochs[0].redone == 0
+
+
+def test_records_applied_by_the_ps_beyond_progress_count_as_redone():
+    tm = manager(shuffle=False)
+    task = tm.get(1, 0.0)
+    tm.report_progress(1, task.task_id, 4, 1.0)
+    tm.recover_worker(1, 2.0, cause="killed", applied={task.task_id: 6})
+    drain(tm, 2)
+    assert tm.epochs[0].redone == 2
+    assert tm.epochs[0].trained == 37 == tm.epochs[0].planned + 2
+
+
+def test_stale_reports_from_a_dead_worker_are_ignored():
+    tm = manager(shuffle=False)
+    task = tm.get(1, 0.0)
+    tm.recover_worker(1, 1.0, cause="killed")
+    assert not tm.report_progress(1, task.task_id, 10, 2.0)
+    tm.report_result(1, task.task_id, "", 2.0)
+    assert tm.epochs[0].trained == 0
+    assert not tm.finished
+
+
+def test_retry_cap_fails_the_job_with_a_clear_message():
+    tm = manager(shuffle=False, max_task_retries=2)
+    for attempt in range(3):
+        task = tm.get(0, float(attempt))
+        assert task.shard.start == 0 and task.shard.file == "a"
+        tm.report_result(0, task.task_id, "ValueError: bad record", float(attempt))
+    assert tm.failure is not None
+    assert "a records [0, 10)" in tm.failure and "bad record" in tm.failure
+    assert "--max_task_retries=2" in tm.failure
+    assert tm.get(0, 9.0) is None
+    assert not tm.finished
+
+
+def test_remainder_retries_share_the_cap():
+    tm = manager(shuffle=False, max_task_retries=1)
+    task = tm.get(0, 0.0)
+    tm.report_progress(0, task.task_id, 3, 0.0)
+    tm.recover_worker(0, 1.0, cause="killed")
+    task = tm.get(1, 1.0)
+    assert task.shard.start == 3
+    tm.recover_worker(1, 2.0, cause="killed")
+    assert tm.failure is not None
+
+
+def test_timeout_has_a_floor_and_follows_observed_durations():
+    tm = manager(shuffle=False, timeout_floor_s=10.0, timeout_factor=3.0)
+    assert tm.task_timeout() == 10.0
+    task = tm.get(0, 0.0)
+    tm.report_result(0, task.task_id, "", 8.0)
+    assert tm.task_timeout() == 24.0
+    slow = tm.get(1, 10.0)
+    tm.report_progress(1, slow.task_id, 2, 20.0)
+    assert tm.expired(40.0) == []
+    assert [(w, t.task_id) for w, t in tm.expired(45.0)] == [(1, slow.task_id)]
+
+
+def test_success_with_missing_records_is_requeued_not_dropped():
+    tm = manager(shuffle=False)
+    task = tm.get(0, 0.0)
+    tm.report_result(0, task.task_id, "", 1.0, records_done=7)
+    again = tm.get(0, 1.0)
+    assert again.shard == Shard(task.shard.file, 7, 10)
+
+
+def test_empty_data_is_an_error():
+    with pytest.raises(ValueError, match="no records"):
+        TaskManager([], TaskManagerConfig(records_per_task=4))

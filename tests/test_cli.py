@@ -1,0 +1,89 @@
+"""The `elasticdl` command: real subprocesses, real files, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-P", "-m", "elasticdl", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).parent,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"elasticdl {args} failed:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+@pytest.fixture(scope="module")
+def regression_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("regression")
+    done = run_cli(
+        "data",
+        "gen",
+        "regression",
+        "--output",
+        str(out),
+        "--num_records",
+        "300",
+        "--records_per_file",
+        "100",
+    )
+    assert "wrote 300 regression record(s) in 3 file(s)" in done.stdout
+    return out
+
+
+def test_gen_inspect_and_plan(regression_dir):
+    done = run_cli("data", "inspect", f"{regression_dir}/*.recordio", "--json")
+    report = json.loads(done.stdout)
+    assert report["records"] == 300
+    assert [f["records"] for f in report["files"]] == [100, 100, 100]
+    assert all(f["compressors"] == ["snappy"] for f in report["files"])
+    assert report["first_record"]["label"].startswith("float[1]")
+    assert report["first_record"]["x0"].startswith("float[1]")
+
+    text = run_cli("data", "inspect", str(regression_dir)).stdout
+    assert "3 file(s), 300 record(s)" in text and "first record (tf.train.Example)" in text
+
+    plan = run_cli("data", "plan", str(regression_dir), "--records_per_task", "64").stdout
+    assert "6 task(s), 300 record(s)" in plan
+    assert "[64, 100)" in plan
+
+
+def test_zoo_command_shows_the_resolved_spec():
+    done = run_cli("zoo", "--model_def", "regressor.DNN", "--params", "hidden_units=[8]")
+    assert "style:           keras_defaults" in done.stdout
+    assert "regressor.DNN.default_loss" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("data", "inspect", "/nonexistent/*.recordio"), "no data file matches"),
+        (("zoo", "--model_def", "nope.Model"), "no module 'nope'"),
+        (("zoo", "--model_def", "regressor.DNN", "--params", "x=os.system('true')+1"), "literal"),
+        (("zoo", "--model_def", "regressor.DNN", "--params", "hiden_units=[1]"), "hidden_units"),
+    ],
+)
+def test_user_errors_are_one_line(args, fragment):
+    done = run_cli(*args, check=False)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("elasticdl: error:"), done.stderr
+    assert fragment in lines[0]
+
+
+def test_corrupt_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.recordio"
+    bad.write_bytes(b"\x00" * 64)
+    done = run_cli("data", "inspect", str(bad), check=False)
+    assert done.returncode == 2
+    assert "bad.recordio" in done.stderr and "Traceback" not in done.stderr

@@ -78,14 +78,16 @@ class EmbeddingTableInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., dim: _Optional[int] = ..., initializer: _Optional[str] = ..., dtype: _Optional[_Union[DataType, str]] = ...) -> None: ...
 
 class Model(_message.Message):
-    __slots__ = ("version", "dense_parameters", "embedding_table_infos")
+    __slots__ = ("version", "dense_parameters", "embedding_table_infos", "non_trainable")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     DENSE_PARAMETERS_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_TABLE_INFOS_FIELD_NUMBER: _ClassVar[int]
+    NON_TRAINABLE_FIELD_NUMBER: _ClassVar[int]
     version: int
     dense_parameters: _containers.RepeatedCompositeFieldContainer[Tensor]
     embedding_table_infos: _containers.RepeatedCompositeFieldContainer[EmbeddingTableInfo]
-    def __init__(self, version: _Optional[int] = ..., dense_parameters: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., embedding_table_infos: _Optional[_Iterable[_Union[EmbeddingTableInfo, _Mapping]]] = ...) -> None: ...
+    non_trainable: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, version: _Optional[int] = ..., dense_parameters: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., embedding_table_infos: _Optional[_Iterable[_Union[EmbeddingTableInfo, _Mapping]]] = ..., non_trainable: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Empty(_message.Message):
     __slots__ = ()
@@ -196,16 +198,22 @@ class PullDenseParametersResponse(_message.Message):
     def __init__(self, initialized: _Optional[bool] = ..., version: _Optional[int] = ..., dense_parameters: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ...) -> None: ...
 
 class PushGradientsRequest(_message.Message):
-    __slots__ = ("worker_id", "version", "gradients", "learning_rate_scale")
+    __slots__ = ("worker_id", "version", "gradients", "learning_rate_scale", "task_id", "records_end", "non_trainable")
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     GRADIENTS_FIELD_NUMBER: _ClassVar[int]
     LEARNING_RATE_SCALE_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_END_FIELD_NUMBER: _ClassVar[int]
+    NON_TRAINABLE_FIELD_NUMBER: _ClassVar[int]
     worker_id: int
     version: int
     gradients: _containers.RepeatedCompositeFieldContainer[Tensor]
     learning_rate_scale: float
-    def __init__(self, worker_id: _Optional[int] = ..., version: _Optional[int] = ..., gradients: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., learning_rate_scale: _Optional[float] = ...) -> None: ...
+    task_id: int
+    records_end: int
+    non_trainable: _containers.RepeatedCompositeFieldContainer[Tensor]
+    def __init__(self, worker_id: _Optional[int] = ..., version: _Optional[int] = ..., gradients: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., learning_rate_scale: _Optional[float] = ..., task_id: _Optional[int] = ..., records_end: _Optional[int] = ..., non_trainable: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ...) -> None: ...
 
 class PushGradientsResponse(_message.Message):
     __slots__ = ("accepted", "version")
@@ -214,6 +222,25 @@ class PushGradientsResponse(_message.Message):
     accepted: bool
     version: int
     def __init__(self, accepted: _Optional[bool] = ..., version: _Optional[int] = ...) -> None: ...
+
+class AppliedProgressRequest(_message.Message):
+    __slots__ = ("task_ids",)
+    TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+    task_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, task_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class AppliedProgressResponse(_message.Message):
+    __slots__ = ("records_end",)
+    class RecordsEndEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    RECORDS_END_FIELD_NUMBER: _ClassVar[int]
+    records_end: _containers.ScalarMap[int, int]
+    def __init__(self, records_end: _Optional[_Mapping[int, int]] = ...) -> None: ...
 
 class PullEmbeddingVectorsRequest(_message.Message):
     __slots__ = ("name", "ids")

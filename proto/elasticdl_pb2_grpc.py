@@ -298,6 +298,11 @@ class ParameterServerStub:
                 request_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.PullEmbeddingVectorsRequest.SerializeToString,
                 response_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.Tensor.FromString,
                 _registered_method=True)
+        self.get_applied_progress = channel.unary_unary(
+                '/elasticdl.ParameterServer/get_applied_progress',
+                request_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.AppliedProgressRequest.SerializeToString,
+                response_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.AppliedProgressResponse.FromString,
+                _registered_method=True)
 
 
 class ParameterServerServicer:
@@ -327,6 +332,12 @@ class ParameterServerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def get_applied_progress(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ParameterServerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -349,6 +360,11 @@ def add_ParameterServerServicer_to_server(servicer, server):
                     servicer.pull_embedding_vectors,
                     request_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.PullEmbeddingVectorsRequest.FromString,
                     response_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.Tensor.SerializeToString,
+            ),
+            'get_applied_progress': grpc.unary_unary_rpc_method_handler(
+                    servicer.get_applied_progress,
+                    request_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.AppliedProgressRequest.FromString,
+                    response_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.AppliedProgressResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -459,6 +475,33 @@ class ParameterServer:
             '/elasticdl.ParameterServer/pull_embedding_vectors',
             elasticdl_dot_proto_dot_elasticdl__pb2.PullEmbeddingVectorsRequest.SerializeToString,
             elasticdl_dot_proto_dot_elasticdl__pb2.Tensor.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def get_applied_progress(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/elasticdl.ParameterServer/get_applied_progress',
+            elasticdl_dot_proto_dot_elasticdl__pb2.AppliedProgressRequest.SerializeToString,
+            elasticdl_dot_proto_dot_elasticdl__pb2.AppliedProgressResponse.FromString,
             options,
             channel_credentials,
             insecure,

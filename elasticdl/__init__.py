@@ -1,11 +1,33 @@
 """ElasticDL: elastic, fault-tolerant training and prediction for TensorFlow/Keras models.
 
-Public API: `Mode`, `ElasticDLSpec`. Training and prediction entry points arrive with the
-elastic runtime.
+Public API: `Mode`, `ElasticDLSpec`, `train(...)`.
 """
+
+import os
+from typing import Any
+
+# gRPC core logs at INFO on every fork of a process that has gRPC threads (the master starts
+# workers while serving); keep its stderr for errors unless the user asks otherwise.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 from elasticdl.mode import Mode
 from elasticdl.spec import ElasticDLSpec
 
-__all__ = ["ElasticDLSpec", "Mode"]
+__all__ = ["ElasticDLSpec", "Mode", "train"]
+
+
+def train(**kwargs: Any) -> Any:
+    """Run a training job; arguments are the `elasticdl train` flags, as strings or values.
+
+    `elasticdl.train(model_def="regressor.DNN", data="gs://b/train/*.recordio",
+    output="gs://b/models/m1", params="hidden_units=[10, 100, 20, 5], learning_rate=0.01")`
+    returns a JobResult (`status`, `output`, `report`, `error`); bad input raises ValueError
+    or FileNotFoundError with one clear message.
+    """
+    from elasticdl.runtime.master.job import TrainingJob
+    from elasticdl.train_command import options_from_kwargs
+
+    return TrainingJob(options_from_kwargs(**kwargs)).run()
+
+
 __version__ = "0.3.0.dev0"

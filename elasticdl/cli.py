@@ -70,6 +70,18 @@ def _add_zoo_commands(commands: argparse._SubParsersAction) -> None:
     zoo.add_argument("--eval_metrics_fn", default=None)
 
 
+def _add_train_command(commands: argparse._SubParsersAction) -> None:
+    from elasticdl.train_command import add_train_arguments
+
+    train = commands.add_parser(
+        "train",
+        help="train a model-zoo model as an elastic job",
+        description="Train a model as an elastic job: a master hands data shards to workers "
+        "that push gradients to parameter servers; workers may die or join at any time.",
+    )
+    add_train_arguments(train)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="elasticdl",
@@ -83,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="logging verbosity (debug also prints tracebacks of errors)",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_train_command(commands)
     _add_data_commands(commands)
     _add_zoo_commands(commands)
     return parser
@@ -134,6 +147,18 @@ def _run_zoo(args: argparse.Namespace) -> None:
         print(f"{role + ':':<17}{source}")
 
 
+def _run_train(args: argparse.Namespace) -> int:
+    from elasticdl.runtime.master.job import TrainingJob
+    from elasticdl.train_command import options_from_namespace
+
+    result = TrainingJob(options_from_namespace(args)).run()
+    if not result.succeeded:
+        print(f"elasticdl: training failed: {result.error}", file=sys.stderr)
+        return 1
+    print(f"trained model written to {result.output}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `elasticdl` console script; returns the exit status."""
     # TensorFlow's C++ start-up lines would bury our one-line errors; users can override.
@@ -145,6 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
+        if args.command == "train":
+            return _run_train(args)
         if args.command == "data":
             _run_data(args)
         elif args.command == "zoo":

@@ -83,9 +83,10 @@ class JobConfig:
 
 def configure_tensorflow(config: JobConfig) -> None:
     """Apply per-process TensorFlow settings before any op runs."""
+    import keras
     import tensorflow as tf
 
     if config.intra_op_threads > 0:
         tf.config.threading.set_intra_op_parallelism_threads(config.intra_op_threads)
         tf.config.threading.set_inter_op_parallelism_threads(config.intra_op_threads)
-    tf.random.set_seed(config.seed)
+    keras.utils.set_random_seed(config.seed)

@@ -1,31 +1,43 @@
 """Stable names for a Keras model's variables: the keys parameter servers store them under.
 
 Keras 3 `Variable.name` is the bare attribute name (`kernel`), shared by every layer, so it
-cannot key a parameter store. `Variable.path` (`dense_1/kernel`) is unique within a built
-model and the same in every process that builds the same model definition, which is what
-master, parameter servers and workers need. A duplicate path (possible with hand-made
-variables) gets a `#n` suffix in model order, deterministic as well.
+cannot key a parameter store. `Variable.path` (`dense_1/kernel`) is unique within a model,
+but its automatic suffixes come from a per-process counter: a process that built another
+model first names the same layer `dense_3`. Master, parameter servers, workers and a later
+prediction job must agree, so the key is the variable's position in the model plus its path
+with those counter suffixes removed: `t003/dense/kernel` for the fourth trainable variable,
+`n000/batch_normalization/moving_mean` for the first non-trainable one. The same model
+definition yields the same keys in every process.
+
+Random-number generator state (Keras `SeedGenerator`, used by Dropout) is not a parameter:
+each replica keeps its own, so it is neither stored nor synchronized.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 
+_COUNTER_SUFFIX = re.compile(r"_\d+(?=/|$)")
+
+
+def _is_rng_state(variable: Any) -> bool:
+    path = getattr(variable, "path", "") or variable.name
+    return path.endswith("seed_generator_state")
+
+
+def stable_key(prefix: str, position: int, variable: Any) -> str:
+    path = getattr(variable, "path", None) or variable.name
+    return f"{prefix}{position:03d}/{_COUNTER_SUFFIX.sub('', path)}"
+
 
 def named_variables(model: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(trainable, non_trainable) dicts of stable name -> variable, in model order."""
-    seen: dict[str, int] = {}
-
-    def key(variable: Any) -> str:
-        base = getattr(variable, "path", None) or variable.name
-        count = seen.get(base, 0)
-        seen[base] = count + 1
-        return base if count == 0 else f"{base}#{count}"
-
-    trainable = {key(v): v for v in model.trainable_variables}
-    non_trainable = {key(v): v for v in model.non_trainable_variables}
+    """(trainable, non_trainable) dicts of stable key -> variable, in model order."""
+    trainable = {stable_key("t", i, v): v for i, v in enumerate(model.trainable_variables)}
+    state = [v for v in model.non_trainable_variables if not _is_rng_state(v)]
+    non_trainable = {stable_key("n", i, v): v for i, v in enumerate(state)}
     return trainable, non_trainable
 
 

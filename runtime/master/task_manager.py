@@ -211,12 +211,14 @@ class TaskManager:
         cause: str,
         detected_at: float | None = None,
         applied: dict[int, int] | None = None,
+        count_failure: bool = True,
     ) -> list[Task]:
         """Put the unfinished remainder of a dead worker's tasks back in the todo queue.
 
         `applied` maps task id -> records whose gradients reached the parameter servers (from
         the PS), which may exceed the last progress report by the minibatch in flight: those
-        records are counted as trained and as redone.
+        records are counted as trained and as redone. A preempted worker (it exited cleanly
+        on SIGTERM) does not count against the task's retry cap: `count_failure=False`.
         """
         requeued: list[Task] = []
         for task_id, running in list(self._doing.items()):
@@ -229,7 +231,9 @@ class TaskManager:
                 extra = min(extra, running.task.num_records - running.records_done)
                 stats.trained += extra
                 stats.redone += extra
-            task = self._requeue(running, now, cause=cause, count_failure=True, since=detected_at)
+            task = self._requeue(
+                running, now, cause=cause, count_failure=count_failure, since=detected_at
+            )
             if task is not None:
                 requeued.append(task)
         return requeued

@@ -1,0 +1,96 @@
+"""Turning the trained parameters into the job's model outputs (in a staging directory).
+
+Layout of a model directory:
+
+    saved_model/        Keras `model.export` (TF SavedModel, serving signature)
+    params.npz          parameters by stable variable name (what the PS held)
+    trained_model.pb    the TrainedModel message: how to rebuild and use the model
+    job_report.json     what happened during the job
+    tensorboard/        event files (loss curve)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from elasticdl.proto import elasticdl_pb2 as pb
+from elasticdl.runtime.job_config import JobConfig
+from elasticdl.runtime.model_build import build_model
+from elasticdl.runtime.variables import assign, named_variables
+
+PARAMS_FILENAME = "params.npz"
+SAVED_MODEL_DIR = "saved_model"
+
+
+def save_params(values: dict[str, np.ndarray], path: Path) -> None:
+    buffer = io.BytesIO()
+    np.savez(buffer, **values)
+    path.write_bytes(buffer.getvalue())
+
+
+def load_params(data: bytes) -> dict[str, np.ndarray]:
+    with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+def export_model(
+    config: JobConfig,
+    values: dict[str, np.ndarray],
+    sample_records: list[bytes],
+    staging: Path,
+    data_url: str,
+    model_version: int,
+    metrics: dict[str, float] | None = None,
+) -> pb.TrainedModel:
+    """Rebuild the model, load `values`, and write SavedModel, params and TrainedModel."""
+    from elasticdl import __version__
+
+    spec = config.load_spec()
+    instance = spec.instantiate()
+    build_model(instance, sample_records)
+    trainable, non_trainable = named_variables(instance.model)
+    known = {**trainable, **non_trainable}
+    missing = sorted(set(known) - set(values))
+    if missing:
+        raise RuntimeError(
+            f"the parameter servers hold no value for {', '.join(missing[:5])}; "
+            "the model built by the master differs from the workers' model"
+        )
+    assign(known, {name: values[name] for name in known})
+    save_params({name: values[name] for name in known}, staging / PARAMS_FILENAME)
+    instance.model.export(str(staging / SAVED_MODEL_DIR), verbose=False)
+    trained = pb.TrainedModel(
+        docker_commit_id="",
+        model_def=config.model_def,
+        model_def_params=config.params,
+        params_filename=PARAMS_FILENAME,
+        input_function=spec.sources.get("dataset_fn", ""),
+        loss=spec.sources.get("loss", ""),
+        optimizer=spec.sources.get("optimizer", ""),
+        model_zoo=config.model_zoo,
+        saved_model_path=SAVED_MODEL_DIR,
+        data=data_url,
+        created_time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        model_version=model_version,
+        eval_metrics_fn=spec.sources.get("eval_metrics_fn", ""),
+        elasticdl_version=__version__,
+        model_zoo_commit=config.model_zoo_commit,
+    )
+    for name, value in (metrics or {}).items():
+        trained.metrics[name] = float(value)
+    return trained
+
+
+def write_trained_model(trained: pb.TrainedModel, staging: Path) -> None:
+    (staging / "trained_model.pb").write_bytes(trained.SerializeToString())
+
+
+def model_values(instance: Any) -> dict[str, np.ndarray]:
+    """All variables of a built model by stable name (trainable and not)."""
+    trainable, non_trainable = named_variables(instance.model)
+    return {name: np.asarray(v.numpy()) for name, v in {**trainable, **non_trainable}.items()}

@@ -1,0 +1,253 @@
+"""Instance managers: how the master starts, watches and stops PS and worker processes.
+
+`InstanceManager` is the mechanism only (start, signal, report exits); the master decides
+policy (what to relaunch, when to give up). `LocalInstanceManager` runs subprocesses on this
+machine; a Kubernetes implementation runs pods behind the same interface.
+
+Exit reasons, as the master sees them:
+
+    succeeded    exit code 0 after the work was done
+    preempted    exit code 0 while work remained (SIGTERM: the worker finished its minibatch)
+    killed       terminated by a signal (SIGKILL, or a signal it did not handle)
+    oom          killed by the kernel's OOM killer (Kubernetes: OOMKilled)
+    failed       non-zero exit code (an error in user code, a bad config, ...)
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class Role(enum.StrEnum):
+    PS = "ps"
+    WORKER = "worker"
+
+
+@dataclass(frozen=True)
+class InstanceExit:
+    """One process (or pod) ended."""
+
+    role: Role
+    index: int
+    exit_code: int | None
+    signal: int | None
+    at: float
+    log_tail: str = ""
+
+    @property
+    def reason(self) -> str:
+        if self.signal is not None:
+            return "killed"
+        if self.exit_code == 0:
+            return "exited"
+        return "failed"
+
+    def describe(self) -> str:
+        if self.signal is not None:
+            how = f"killed by {signal.Signals(self.signal).name}"
+        else:
+            how = f"exit code {self.exit_code}"
+        return f"{self.role}{self.index} {how}"
+
+
+class InstanceManager(abc.ABC):
+    """Starts and watches the job's parameter servers and workers."""
+
+    @abc.abstractmethod
+    def start_ps(self, ps_id: int) -> str:
+        """Start parameter server `ps_id` (again, after an exit) and return its address."""
+
+    @abc.abstractmethod
+    def start_worker(self, worker_id: int, ps_addrs: Sequence[str]) -> None:
+        """Start a worker with a new, never reused `worker_id`."""
+
+    @abc.abstractmethod
+    def signal(self, role: Role, index: int, sig: int) -> bool:
+        """Send `sig` to one instance; False if it is not running."""
+
+    @abc.abstractmethod
+    def exits(self, timeout: float) -> list[InstanceExit]:
+        """Exits since the last call, waiting up to `timeout` seconds for the first."""
+
+    @abc.abstractmethod
+    def alive(self, role: Role) -> list[int]:
+        """Indexes of the running instances of `role`."""
+
+    @abc.abstractmethod
+    def shutdown(self, grace_s: float = 5.0) -> None:
+        """Stop everything: SIGTERM, then SIGKILL after `grace_s`."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago on `host`."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _tail(path: Path, max_bytes: int = 4000) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, path.stat().st_size - max_bytes))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+@dataclass
+class _Process:
+    role: Role
+    index: int
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+
+class LocalInstanceManager(InstanceManager):
+    """Parameter servers and workers as subprocesses on 127.0.0.1.
+
+    Each process runs `python -P -m elasticdl.runtime.{ps,worker}.main` with an argv list
+    (no shell), logs to `<log_dir>/<role><index>.log`, and is reaped by a watcher thread so
+    an exit is reported the moment it happens. A relaunched PS keeps its port, so workers
+    reconnect to the same address.
+    """
+
+    def __init__(
+        self,
+        config_path: Path,
+        master_addr: str,
+        log_dir: Path,
+        host: str = "127.0.0.1",
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
+        self.config_path = config_path
+        self.master_addr = master_addr
+        self.log_dir = log_dir
+        self.host = host
+        self._env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
+            **(extra_env or {}),
+        }
+        self._lock = threading.Lock()
+        self._running: dict[tuple[Role, int], _Process] = {}
+        self._ps_ports: dict[int, int] = {}
+        self._exits: queue.Queue[InstanceExit] = queue.Queue()
+        self._closing = False
+
+    def _spawn(self, role: Role, index: int, args: list[str]) -> None:
+        log = self.log_dir / f"{role}{index}.log"
+        module = f"elasticdl.runtime.{role}.main"
+        argv = [sys.executable, "-P", "-m", module, "--config", str(self.config_path), *args]
+        with log.open("ab") as out:
+            popen = subprocess.Popen(  # noqa: S603 - argv list, no shell
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.log_dir,
+                env=self._env,
+            )
+        process = _Process(role, index, popen, log)
+        with self._lock:
+            self._running[(role, index)] = process
+        threading.Thread(
+            target=self._watch, args=(process,), name=f"watch-{role}{index}", daemon=True
+        ).start()
+
+    def _watch(self, process: _Process) -> None:
+        code = process.popen.wait()
+        with self._lock:
+            if self._running.get((process.role, process.index)) is process:
+                del self._running[(process.role, process.index)]
+        self._exits.put(
+            InstanceExit(
+                process.role,
+                process.index,
+                exit_code=code if code >= 0 else None,
+                signal=-code if code < 0 else None,
+                at=time.monotonic(),
+                log_tail=_tail(process.log),
+            )
+        )
+
+    def start_ps(self, ps_id: int) -> str:
+        port = self._ps_ports.setdefault(ps_id, free_port(self.host))
+        self._spawn(Role.PS, ps_id, ["--ps_id", str(ps_id), "--port", str(port)])
+        return f"{self.host}:{port}"
+
+    def start_worker(self, worker_id: int, ps_addrs: Sequence[str]) -> None:
+        self._spawn(
+            Role.WORKER,
+            worker_id,
+            [
+                "--worker_id",
+                str(worker_id),
+                "--master_addr",
+                self.master_addr,
+                "--ps_addrs",
+                ",".join(ps_addrs),
+            ],
+        )
+
+    def signal(self, role: Role, index: int, sig: int) -> bool:
+        with self._lock:
+            process = self._running.get((role, index))
+        if process is None or process.popen.poll() is not None:
+            return False
+        process.popen.send_signal(sig)
+        return True
+
+    def exits(self, timeout: float) -> list[InstanceExit]:
+        found: list[InstanceExit] = []
+        try:
+            found.append(self._exits.get(timeout=max(0.0, timeout)))
+        except queue.Empty:
+            return found
+        while True:
+            try:
+                found.append(self._exits.get_nowait())
+            except queue.Empty:
+                return found
+
+    def alive(self, role: Role) -> list[int]:
+        with self._lock:
+            return sorted(i for (r, i) in self._running if r == role)
+
+    def pid(self, role: Role, index: int) -> int | None:
+        with self._lock:
+            process = self._running.get((role, index))
+        return None if process is None else process.popen.pid
+
+    def log_path(self, role: Role, index: int) -> Path:
+        return self.log_dir / f"{role}{index}.log"
+
+    def shutdown(self, grace_s: float = 5.0) -> None:
+        with self._lock:
+            processes = list(self._running.values())
+        for process in processes:
+            if process.popen.poll() is None:
+                try:
+                    process.popen.send_signal(signal.SIGCONT)
+                    process.popen.terminate()
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + grace_s
+        for process in processes:
+            try:
+                process.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.popen.kill()
+                process.popen.wait()

@@ -1,0 +1,529 @@
+"""The master of a training job on the local engine: plan, launch, watch, recover, publish.
+
+`TrainingJob.run()` is the whole life of a job:
+
+1. check the inputs (model definition and params, data, output location) before starting any
+   process, so bad input fails in seconds with one clear message;
+2. serve the Master gRPC service, start the parameter servers and the workers;
+3. loop: react at once to process exits (recover the dead worker's unfinished records from
+   the PS-confirmed progress, relaunch within the budget), kill workers whose task timed out,
+   fire chaos actions, show progress, write TensorBoard points;
+4. when every task is done: pull the parameters, export the model, write the job report, and
+   publish everything at `--output` atomically. A failed job publishes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elasticdl.runtime.data.planner import count_files
+from elasticdl.runtime.data.recordio import read_records
+from elasticdl.runtime.data.shards import plan_shards
+from elasticdl.runtime.job_config import JobConfig
+from elasticdl.runtime.master.chaos import ChaosAction, due_actions, parse_chaos
+from elasticdl.runtime.master.export import export_model, write_trained_model
+from elasticdl.runtime.master.instances import (
+    InstanceExit,
+    InstanceManager,
+    LocalInstanceManager,
+    Role,
+)
+from elasticdl.runtime.master.options import TrainOptions
+from elasticdl.runtime.master.progress import ProgressDisplay
+from elasticdl.runtime.master.servicer import MasterServicer, serve_master
+from elasticdl.runtime.master.task_manager import (
+    Event,
+    JobFailed,
+    TaskManager,
+    TaskManagerConfig,
+)
+from elasticdl.runtime.model_spec import load_model_spec
+from elasticdl.runtime.outputs import check_output, publish, staging_dir
+from elasticdl.runtime.zoo_source import resolve_zoo
+
+log = logging.getLogger("elasticdl.master")
+
+_LOOP_S = 0.1
+_SIGNALS = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "stop": signal.SIGSTOP}
+
+
+@dataclass
+class WorkerRecord:
+    worker_id: int
+    launched_at: float
+    replaces: int | None = None
+    exit: dict[str, Any] | None = None
+
+
+@dataclass
+class JobResult:
+    status: str
+    output: str
+    report: dict[str, Any]
+    error: str = ""
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "succeeded"
+
+
+@dataclass
+class _State:
+    workers: dict[int, WorkerRecord] = field(default_factory=dict)
+    next_worker_id: int = 0
+    relaunches: int = 0
+    preemptions: int = 0
+    failed_workers: int = 0
+    ps_exits: list[dict[str, Any]] = field(default_factory=list)
+    recoveries: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    retired: set[int] = field(default_factory=set)
+    chaos_fired: list[str] = field(default_factory=list)
+
+
+class TrainingJob:
+    """One training job on the local engine (subprocess PS and workers)."""
+
+    def __init__(self, options: TrainOptions) -> None:
+        options.validate()
+        self.options = options
+        self.job_name = options.job_name or f"train-{uuid.uuid4().hex[:8]}"
+        self.chaos: list[ChaosAction] = parse_chaos(options.chaos)
+        self._state = _State()
+        self._t0 = 0.0
+        self._ps_addrs: list[str] = []
+        self._tb_writer: Any = None
+        self._tb_written = 0
+
+    # -- preparation ---------------------------------------------------------------------------
+
+    def _prepare(self) -> tuple[JobConfig, TaskManager, list[bytes], Path]:
+        o = self.options
+        zoo = resolve_zoo(o.model_zoo)
+        spec = load_model_spec(
+            o.model_def,
+            params=o.params,
+            dataset_fn=o.dataset_fn,
+            loss=o.loss,
+            optimizer=o.optimizer,
+            eval_metrics_fn=o.eval_metrics_fn,
+            zoo=zoo,
+        )
+        files = count_files(o.training_data)
+        shards = plan_shards(files, o.records_per_task)
+        if not shards:
+            raise ValueError(f"--training_data {o.training_data!r}: the files hold no records")
+        check_output(o.output)
+        sample = list(read_records(shards[0].file, 0, min(8, shards[0].num_records)))
+        config = JobConfig(
+            job_name=self.job_name,
+            model_def=o.model_def,
+            model_zoo_root=str(zoo.root),
+            model_zoo=zoo.url,
+            model_zoo_commit=zoo.commit,
+            params=o.params,
+            dataset_fn=o.dataset_fn or "",
+            loss=o.loss or "",
+            optimizer=o.optimizer or "",
+            eval_metrics_fn=o.eval_metrics_fn or "",
+            minibatch_size=o.minibatch_size,
+            num_epochs=o.num_epochs,
+            records_per_task=o.records_per_task,
+            num_workers=o.num_workers,
+            num_ps=o.num_ps,
+            use_async=o.use_async,
+            grads_to_wait=o.grads_to_wait,
+            lr_staleness_modulation=o.lr_staleness_modulation,
+            seed=o.seed,
+            shuffle=o.shuffle,
+            intra_op_threads=o.intra_op_threads,
+        )
+        log.info(
+            "job %s: %s (%s style) on %d record(s) in %d file(s), %d task(s)/epoch x %d epoch(s)",
+            self.job_name,
+            o.model_def,
+            spec.style,
+            sum(n for _, n in files),
+            len(files),
+            len(shards),
+            o.num_epochs,
+        )
+        tasks = TaskManager(
+            shards,
+            TaskManagerConfig(
+                records_per_task=o.records_per_task,
+                num_epochs=o.num_epochs,
+                shuffle=o.shuffle,
+                seed=o.seed,
+                max_task_retries=o.max_task_retries,
+                timeout_floor_s=o.task_timeout_floor_s,
+            ),
+            now=time.monotonic(),
+        )
+        work = Path(o.log_dir) if o.log_dir else Path(tempfile.mkdtemp(prefix=f"{self.job_name}-"))
+        work.mkdir(parents=True, exist_ok=True)
+        return config, tasks, sample, work
+
+    # -- the job -------------------------------------------------------------------------------
+
+    def run(self) -> JobResult:
+        """Run the job to the end; raise ValueError/FileNotFoundError for bad input."""
+        config, tasks, sample, work = self._prepare()
+        config_path = config.write(work / "job.json")
+        servicer = MasterServicer(tasks)
+        server, port = serve_master(servicer, self.options.master_host, self.options.master_port)
+        master_addr = f"{self.options.master_host}:{port}"
+        manager = LocalInstanceManager(config_path, master_addr, work)
+        log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
+        progress = ProgressDisplay(tasks.records_planned, self.options.num_epochs)
+        self._t0 = time.monotonic()
+        error = ""
+        report: dict[str, Any] = {}
+        ps_client = None
+        try:
+            self._ps_addrs = [manager.start_ps(i) for i in range(self.options.num_ps)]
+            for _ in range(self.options.num_workers):
+                self._launch_worker(manager)
+            from elasticdl.runtime.ps.client import PSClient
+
+            ps_client = PSClient(self._ps_addrs)
+            self._open_tensorboard(work)
+            self._watch(servicer, manager, ps_client, progress)
+            training_s = time.monotonic() - self._t0
+            values, version = self._final_parameters(ps_client)
+            staged = staging_dir()
+            trained = export_model(
+                config, values, sample, staged, self.options.training_data, version
+            )
+            report = self._report(servicer, "succeeded", "", training_s)
+            self._write_outputs(staged, report, work)
+            write_trained_model(trained, staged)
+            publish(staged, self.options.output)
+            status = "succeeded"
+        except JobFailed as err:
+            error = str(err)
+            status = "failed"
+        finally:
+            progress.close()
+            manager.shutdown()
+            server.stop(grace=1.0)
+            if ps_client is not None:
+                ps_client.close()
+            if self._tb_writer is not None:
+                self._tb_writer.close()
+        if status == "failed":
+            report = self._report(servicer, "failed", error, time.monotonic() - self._t0)
+            (work / "job_report.json").write_text(json.dumps(report, indent=1))
+            log.error("job %s failed: %s (report and logs in %s)", self.job_name, error, work)
+        log.info("%s", summary_line(report))
+        return JobResult(status, self.options.output, report, error)
+
+    def _launch_worker(self, manager: InstanceManager, replaces: int | None = None) -> int:
+        worker_id = self._state.next_worker_id
+        self._state.next_worker_id += 1
+        manager.start_worker(worker_id, self._ps_addrs)
+        self._state.workers[worker_id] = WorkerRecord(worker_id, self._elapsed(), replaces)
+        return worker_id
+
+    def _elapsed(self) -> float:
+        return round(time.monotonic() - self._t0, 3)
+
+    def _event(self, kind: str, **detail: Any) -> None:
+        self._state.events.append({"kind": kind, "at_s": self._elapsed(), **detail})
+        log.info("%s: %s", kind, detail)
+
+    def _watch(
+        self,
+        servicer: MasterServicer,
+        manager: InstanceManager,
+        ps_client: Any,
+        progress: ProgressDisplay,
+    ) -> None:
+        tasks = servicer.tasks
+        while True:
+            for exit_ in manager.exits(timeout=_LOOP_S):
+                self._on_exit(exit_, servicer, manager, ps_client)
+            with servicer.lock:
+                if tasks.failure is not None:
+                    raise JobFailed(tasks.failure)
+                if tasks.finished:
+                    break
+                now = time.monotonic()
+                expired = tasks.expired(now)
+                tasks_done = dict(servicer.stats.tasks_done)
+            for worker_id, task in expired:
+                self._event(
+                    "task_timeout",
+                    worker_id=worker_id,
+                    task_id=task.task_id,
+                    timeout_s=round(tasks.task_timeout(), 3),
+                )
+                manager.signal(Role.WORKER, worker_id, signal.SIGKILL)
+                self._state.retired.discard(worker_id)
+            self._fire_chaos(manager, tasks_done)
+            alive = manager.alive(Role.WORKER)
+            if not alive:
+                raise JobFailed(
+                    "all workers are gone and the relaunch budget "
+                    f"(--max_worker_relaunches={self.options.max_worker_relaunches}) is spent; "
+                    f"last worker exit: {self._last_worker_failure()}"
+                )
+            with servicer.lock:
+                records = tasks.records_trained
+                epoch = tasks.epoch
+                loss = servicer.stats.last_loss
+            progress.update(records, epoch, loss, len(alive))
+            self._write_tensorboard(servicer)
+        with servicer.lock:
+            progress.update(tasks.records_trained, tasks.epoch, servicer.stats.last_loss, 0, True)
+        self._write_tensorboard(servicer)
+
+    def _last_worker_failure(self) -> str:
+        for record in sorted(self._state.workers.values(), key=lambda r: -r.worker_id):
+            if record.exit and record.exit["reason"] != "exited":
+                return f"worker {record.worker_id}: {record.exit['detail']}"
+        return "none recorded"
+
+    def _on_exit(
+        self,
+        exit_: InstanceExit,
+        servicer: MasterServicer,
+        manager: InstanceManager,
+        ps_client: Any,
+    ) -> None:
+        last_line = _last_line(exit_.log_tail)
+        if exit_.role is Role.PS:
+            self._state.ps_exits.append(
+                {"ps_id": exit_.index, "detail": exit_.describe(), "log": last_line}
+            )
+            with servicer.lock:
+                finished = servicer.tasks.finished
+            if not finished:
+                raise JobFailed(
+                    f"parameter server {exit_.index} stopped ({exit_.describe()}): its "
+                    f"parameters are lost and this job has no checkpoint to restore from. "
+                    f"{last_line}".strip()
+                )
+            return
+        record = self._state.workers.get(exit_.index)
+        with servicer.lock:
+            unfinished = servicer.tasks.doing(exit_.index)
+            finished = servicer.tasks.finished
+        preempted = exit_.exit_code == 0 and not finished
+        retired = exit_.index in self._state.retired
+        reason = exit_.reason
+        if preempted:
+            reason = "retired" if retired else "preempted"
+        detail = exit_.describe() + (f": {last_line}" if last_line and reason == "failed" else "")
+        if record is not None:
+            record.exit = {
+                "reason": reason,
+                "exit_code": exit_.exit_code,
+                "signal": exit_.signal,
+                "at_s": round(exit_.at - self._t0, 3),
+                "detail": detail,
+            }
+        if exit_.exit_code == 0 and not unfinished and (finished or retired):
+            return
+        self._event("worker_exit", worker_id=exit_.index, reason=reason, detail=detail)
+        if not preempted:
+            self._state.failed_workers += 1
+        if unfinished:
+            applied = {}
+            try:
+                applied = ps_client.applied_progress([t.task_id for t in unfinished])
+            except Exception as err:  # noqa: BLE001 - PS gone: fall back to reported progress
+                log.warning("could not ask the PS for applied progress: %s", err)
+            with servicer.lock:
+                requeued = servicer.tasks.recover_worker(
+                    exit_.index,
+                    time.monotonic(),
+                    cause=f"worker {exit_.index} {reason}",
+                    detected_at=exit_.at,
+                    applied=applied,
+                    count_failure=not preempted,
+                )
+                failure = servicer.tasks.failure
+            seconds = round(time.monotonic() - exit_.at, 4)
+            self._state.recoveries.append(
+                {
+                    "cause": f"worker {exit_.index} {reason}",
+                    "seconds": seconds,
+                    "tasks_requeued": len(requeued),
+                }
+            )
+            if failure is not None:
+                raise JobFailed(failure)
+        if retired:
+            return
+        if preempted:
+            self._state.preemptions += 1
+        elif self._state.relaunches >= self.options.max_worker_relaunches:
+            self._event("relaunch_refused", worker_id=exit_.index, reason="budget spent")
+            return
+        else:
+            self._state.relaunches += 1
+        started = time.monotonic()
+        new_id = self._launch_worker(manager, replaces=exit_.index)
+        self._event(
+            "worker_relaunched",
+            worker_id=new_id,
+            replaces=exit_.index,
+            seconds=round(time.monotonic() - exit_.at, 4),
+            launch_s=round(time.monotonic() - started, 4),
+        )
+
+    def _fire_chaos(self, manager: InstanceManager, tasks_done: dict[int, int]) -> None:
+        for action in due_actions(self.chaos, time.monotonic() - self._t0, tasks_done):
+            self._state.chaos_fired.append(f"{action} at {self._elapsed()}s")
+            if action.action == "add":
+                new_id = self._launch_worker(manager)
+                self._event("worker_added", worker_id=new_id, chaos=str(action))
+            elif action.action == "remove":
+                alive = manager.alive(Role.WORKER)
+                if alive:
+                    victim = alive[-1]
+                    self._state.retired.add(victim)
+                    manager.signal(Role.WORKER, victim, signal.SIGTERM)
+                    self._event("worker_removed", worker_id=victim, chaos=str(action))
+            else:
+                role = Role.PS if action.role == "ps" else Role.WORKER
+                sent = manager.signal(role, action.index or 0, _SIGNALS[action.action])
+                self._event("chaos", action=str(action), delivered=sent)
+
+    # -- the end ---------------------------------------------------------------------------------
+
+    def _final_parameters(self, ps_client: Any) -> tuple[dict[str, Any], int]:
+        pulled = ps_client.pull_all()
+        return pulled.values, pulled.version
+
+    def _open_tensorboard(self, work: Path) -> None:
+        import tensorflow as tf
+
+        self._tb_dir = work / "tensorboard"
+        self._tb_writer = tf.summary.create_file_writer(str(self._tb_dir))
+
+    def _write_tensorboard(self, servicer: MasterServicer) -> None:
+        if self._tb_writer is None:
+            return
+        import tensorflow as tf
+
+        with servicer.lock:
+            points = servicer.stats.losses[self._tb_written :]
+            self._tb_written += len(points)
+        if not points:
+            return
+        with self._tb_writer.as_default():
+            for point in points:
+                tf.summary.scalar("loss", point.loss, step=point.version)
+        self._tb_writer.flush()
+
+    def _write_outputs(self, staged: Path, report: dict[str, Any], work: Path) -> None:
+        import shutil
+
+        (staged / "job_report.json").write_text(json.dumps(report, indent=1))
+        (work / "job_report.json").write_text(json.dumps(report, indent=1))
+        if self._tb_writer is not None:
+            self._tb_writer.flush()
+            shutil.copytree(self._tb_dir, staged / "tensorboard")
+
+    def _report(
+        self, servicer: MasterServicer, status: str, error: str, training_s: float
+    ) -> dict[str, Any]:
+        with servicer.lock:
+            tasks = servicer.tasks
+            epochs = [{"epoch": i, **asdict(stats)} for i, stats in enumerate(tasks.epochs)]
+            task_events = [_event_dict(e, self._t0) for e in tasks.events]
+            report = {
+                "job_name": self.job_name,
+                "status": status,
+                "error": error,
+                "model_def": self.options.model_def,
+                "output": self.options.output,
+                "records": {
+                    "planned": tasks.records_planned,
+                    "trained": tasks.records_trained,
+                    "redone": tasks.records_redone,
+                    "skipped_nonfinite_loss": servicer.stats.nonfinite_records,
+                },
+                "epochs": epochs,
+                "tasks": {
+                    "finished": tasks.finished_tasks,
+                    "requeued": sum(1 for e in tasks.events if e.kind == "task_requeued"),
+                    "by_worker": {str(k): v for k, v in servicer.stats.tasks_done.items()},
+                    "events": task_events,
+                },
+                "workers": {
+                    "initial": self.options.num_workers,
+                    "launched": len(self._state.workers),
+                    "failed": self._state.failed_workers,
+                    "relaunched": self._state.relaunches,
+                    "preempted": self._state.preemptions,
+                    "instances": [asdict(r) for r in self._state.workers.values()],
+                },
+                "parameter_servers": {
+                    "num_ps": self.options.num_ps,
+                    "exits": self._state.ps_exits,
+                },
+                "recoveries": self._state.recoveries,
+                "events": self._state.events,
+                "chaos": self._state.chaos_fired,
+                "model_version": servicer.stats.model_version,
+                "metrics": {},
+                "final_loss": servicer.stats.last_loss
+                if servicer.stats.last_loss == servicer.stats.last_loss
+                else None,
+                "throughput": {
+                    "records_per_second": round(tasks.records_trained / max(training_s, 1e-9), 2),
+                    "training_seconds": round(training_s, 3),
+                },
+            }
+        return report
+
+
+def _event_dict(event: Event, t0: float) -> dict[str, Any]:
+    found = {
+        "kind": event.kind,
+        "at_s": round(event.at - t0, 3),
+        "seconds": round(event.seconds, 4),
+    }
+    if event.worker_id is not None:
+        found["worker_id"] = event.worker_id
+    if event.task_id is not None:
+        found["task_id"] = event.task_id
+    if event.detail:
+        found["detail"] = event.detail
+    return found
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:500] if lines else ""
+
+
+def summary_line(report: dict[str, Any]) -> str:
+    """One line that says how the job went (printed at the end of every job)."""
+    if not report:
+        return "job: no report"
+    records = report.get("records", {})
+    workers = report.get("workers", {})
+    text = (
+        f"job {report.get('job_name')} {report.get('status')}: "
+        f"{records.get('trained', 0)}/{records.get('planned', 0)} records trained, "
+        f"{records.get('redone', 0)} redone, {workers.get('launched', 0)} worker(s) launched, "
+        f"{workers.get('failed', 0)} failed, {workers.get('relaunched', 0)} relaunched, "
+        f"{report.get('throughput', {}).get('records_per_second', 0)} records/s"
+    )
+    if report.get("final_loss") is not None:
+        text += f", final loss {report['final_loss']:.4g}"
+    if report.get("error"):
+        text += f"; error: {report['error']}"
+    return text

@@ -1,0 +1,142 @@
+"""The master's gRPC face: workers ask for tasks and report progress and results.
+
+Every call takes one lock around the pure `TaskManager`; the servicer adds what the job loop
+needs to watch the workers: tasks finished per worker (chaos triggers), the latest loss and
+model version (progress display, TensorBoard), and non-finite loss counts.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent import futures
+from dataclasses import dataclass, field
+
+import grpc
+
+from elasticdl.proto import elasticdl_pb2 as pb
+from elasticdl.proto import elasticdl_pb2_grpc
+from elasticdl.runtime.job_config import GRPC_OPTIONS
+from elasticdl.runtime.master.task_manager import TaskManager
+
+WAIT_TASK = pb.Task(task_id=0, type=pb.WAIT)
+NO_MORE_TASKS = pb.Task(task_id=0, type=pb.TASK_TYPE_UNSPECIFIED)
+
+
+@dataclass
+class LossPoint:
+    version: int
+    loss: float
+    worker_id: int
+
+
+@dataclass
+class WorkerStats:
+    tasks_done: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    losses: list[LossPoint] = field(default_factory=list)
+    model_version: int = 0
+    last_loss: float = float("nan")
+    nonfinite_records: int = 0
+
+
+class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
+    """Serves tasks from a TaskManager; `lock` guards both for the job loop too."""
+
+    def __init__(self, tasks: TaskManager, clock: Callable[[], float] = time.monotonic) -> None:
+        self.tasks = tasks
+        self.lock = threading.Lock()
+        self.stats = WorkerStats()
+        self._clock = clock
+
+    def get_task(self, request: pb.GetTaskRequest, context: grpc.ServicerContext) -> pb.Task:
+        with self.lock:
+            task = self.tasks.get(request.worker_id, self._clock())
+            if task is None:
+                if self.tasks.finished or self.tasks.failure is not None:
+                    return NO_MORE_TASKS
+                return WAIT_TASK
+            return pb.Task(
+                task_id=task.task_id,
+                shard_name=task.shard.file,
+                start=task.shard.start,
+                end=task.shard.end,
+                type=int(task.type),
+                epoch=task.epoch,
+                model_version=task.model_version,
+            )
+
+    def report_progress(
+        self, request: pb.ReportProgressRequest, context: grpc.ServicerContext
+    ) -> pb.Empty:
+        with self.lock:
+            self.tasks.report_progress(
+                request.worker_id, request.task_id, request.records_done, self._clock()
+            )
+            self._note_loss(request.worker_id, request.model_version, request.loss)
+        return pb.Empty()
+
+    def report_task_result(
+        self, request: pb.ReportTaskResultRequest, context: grpc.ServicerContext
+    ) -> pb.Empty:
+        with self.lock:
+            records_done = request.exec_counters.get("records_done", -1)
+            owned = any(t.task_id == request.task_id for t in self.tasks.doing(request.worker_id))
+            self.tasks.report_result(
+                request.worker_id,
+                request.task_id,
+                request.err_message,
+                self._clock(),
+                records_done=records_done,
+            )
+            if owned and not request.err_message:
+                self.stats.tasks_done[request.worker_id] += 1
+                self.stats.nonfinite_records += request.exec_counters.get("nonfinite_records", 0)
+        return pb.Empty()
+
+    def report_evaluation_metrics(
+        self, request: pb.ReportEvaluationMetricsRequest, context: grpc.ServicerContext
+    ) -> pb.Empty:
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "evaluation arrives in a later release")
+        return pb.Empty()
+
+    def report_version(
+        self, request: pb.ReportVersionRequest, context: grpc.ServicerContext
+    ) -> pb.Empty:
+        with self.lock:
+            self.stats.model_version = max(self.stats.model_version, request.model_version)
+        return pb.Empty()
+
+    def _note_loss(self, worker_id: int, version: int, loss: float) -> None:
+        self.stats.model_version = max(self.stats.model_version, version)
+        if loss == loss:  # not NaN: NaN means "no loss in this report"
+            self.stats.last_loss = loss
+            self.stats.losses.append(LossPoint(version, loss, worker_id))
+
+
+class PortInUseError(RuntimeError):
+    """The master's port is taken."""
+
+
+def serve_master(servicer: MasterServicer, host: str, port: int) -> tuple[grpc.Server, int]:
+    """Start the Master service on host:port (0 = any free port); return it and its port."""
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="master-rpc"),
+        options=GRPC_OPTIONS,
+    )
+    elasticdl_pb2_grpc.add_MasterServicer_to_server(servicer, server)
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError as err:
+        raise PortInUseError(
+            f"master: port {port} on {host} is in use or cannot be bound; pick another "
+            "--master_port, or 0 for any free port"
+        ) from err
+    if bound == 0:
+        raise PortInUseError(
+            f"master: port {port} on {host} is in use; pick another --master_port or 0 for "
+            "any free port"
+        )
+    server.start()
+    return server, bound

@@ -1,0 +1,114 @@
+"""Publishing a job's outputs at `--output` (any fsspec URL), all or nothing.
+
+Everything is first written to a local staging directory. Publication then depends on where
+the output goes:
+
+* a local path: the staging directory is created beside the target and renamed into place,
+  which is atomic;
+* any other fsspec URL (gs://, memory://, ...): files are uploaded, and `trained_model.pb` goes
+  last. It is the commit marker: readers treat an output without it as absent, and a failed
+  upload removes what it wrote.
+
+`check_output` runs before the job starts so a bad `--output` fails in seconds, not after
+training.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import fsspec
+
+COMMIT_MARKER = "trained_model.pb"
+
+
+class OutputError(ValueError):
+    """`--output` cannot be used; the message says why and what to do."""
+
+
+def _fs(url: str, storage_options: dict[str, Any] | None) -> tuple[Any, str, bool]:
+    fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    protocol = fs.protocol[0] if isinstance(fs.protocol, tuple | list) else fs.protocol
+    return fs, path, protocol in ("file", "local")
+
+
+def check_output(url: str, storage_options: dict[str, Any] | None = None) -> None:
+    """Fail early if `url` already holds a model or cannot be written."""
+    if not url:
+        raise OutputError("--output is required: a directory or URL for the trained model")
+    fs, path, _ = _fs(url, storage_options)
+    if fs.exists(path):
+        if not fs.isdir(path):
+            raise OutputError(f"--output {url!r} is a file; give a directory path")
+        if fs.ls(path):
+            raise OutputError(
+                f"--output {url!r} already holds files; choose a new location or remove it "
+                "(a job never overwrites an earlier model)"
+            )
+    probe = f"{path.rstrip('/')}/.elasticdl-write-probe-{uuid.uuid4().hex[:8]}"
+    created = not fs.exists(path)
+    try:
+        fs.makedirs(path, exist_ok=True)
+        fs.pipe(probe, b"probe")
+        fs.rm(probe)
+    except (OSError, PermissionError) as err:
+        raise OutputError(f"--output {url!r} is not writable: {err}") from err
+    finally:
+        if created:
+            try:
+                fs.rmdir(path)
+            except (OSError, NotImplementedError):
+                pass
+
+
+def staging_dir(prefix: str = "elasticdl-output-") -> Path:
+    """A fresh local directory to assemble outputs in."""
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def publish(staged: Path, url: str, storage_options: dict[str, Any] | None = None) -> None:
+    """Move the staged outputs to `url`, atomically where the filesystem allows."""
+    fs, path, local = _fs(url, storage_options)
+    if local:
+        _publish_local(staged, Path(path))
+    else:
+        _publish_remote(staged, fs, path)
+
+
+def _publish_local(staged: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    sibling = target.parent / f".{target.name}.staging-{uuid.uuid4().hex[:8]}"
+    shutil.copytree(staged, sibling)
+    try:
+        if target.exists():
+            if any(target.iterdir()):
+                raise OutputError(f"--output {target} was filled by someone else during the job")
+            target.rmdir()
+        os.rename(sibling, target)
+    except BaseException:
+        shutil.rmtree(sibling, ignore_errors=True)
+        raise
+
+
+def _publish_remote(staged: Path, fs: Any, path: str) -> None:
+    files = sorted(p for p in staged.rglob("*") if p.is_file())
+    files.sort(key=lambda p: p.name == COMMIT_MARKER)
+    written: list[str] = []
+    try:
+        for file in files:
+            remote = f"{path.rstrip('/')}/{file.relative_to(staged).as_posix()}"
+            fs.makedirs(remote.rsplit("/", 1)[0], exist_ok=True)
+            fs.put_file(str(file), remote)
+            written.append(remote)
+    except BaseException:
+        for remote in written:
+            try:
+                fs.rm(remote)
+            except OSError:
+                pass
+        raise

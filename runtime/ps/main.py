@@ -1,0 +1,94 @@
+"""Parameter server process: `python -P -m elasticdl.runtime.ps.main --config JOB_JSON --ps_id I
+--port P [--host 127.0.0.1] [--log_level info]`.
+
+Logs "parameter server I listening on HOST:PORT" (stderr) once it accepts connections. SIGTERM or
+SIGINT stops it gracefully (in-flight rpcs get 2 s) and it exits 0. A startup error (unreadable
+config, bad model definition, busy port) prints one line and exits 1 (2 for bad arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+
+GRACE_S = 2.0
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="elasticdl.runtime.ps.main", description=__doc__)
+    parser.add_argument("--config", required=True, help="job config JSON written by the master")
+    parser.add_argument("--ps_id", type=int, required=True, help="this shard's index")
+    parser.add_argument("--port", type=int, required=True, help="port to listen on (0: any)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind")
+    parser.add_argument(
+        "--log_level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one parameter server until SIGTERM/SIGINT; returns the exit code."""
+    args = parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format=f"%(asctime)s ps{args.ps_id} %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    log = logging.getLogger("elasticdl.ps")
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    from elasticdl.runtime.process_guard import exit_when_orphaned
+
+    exit_when_orphaned()
+
+    from elasticdl.runtime.job_config import JobConfig, configure_tensorflow
+
+    try:
+        config = JobConfig.read(args.config)
+    except (OSError, ValueError, TypeError) as error:
+        print(
+            f"parameter server {args.ps_id}: cannot read job config {args.config}: {error}",
+            file=sys.stderr,
+        )
+        return 1
+    if not 0 <= args.ps_id < config.num_ps:
+        print(
+            f"parameter server {args.ps_id}: --ps_id must be in [0, {config.num_ps}) "
+            f"(num_ps in {args.config})",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        configure_tensorflow(config)
+        from elasticdl.runtime.ps.servicer import (
+            ParameterServerServicer,
+            parameters_of,
+            start_server,
+        )
+
+        servicer = ParameterServerServicer(parameters_of(config), args.ps_id, config.num_ps)
+        server, port = start_server(servicer, args.port, args.host)
+    except Exception as error:  # noqa: BLE001 - any startup failure is one line and exit 1
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if not message.startswith("parameter server"):
+            message = f"parameter server {args.ps_id}: {message}"
+        print(message, file=sys.stderr)
+        return 1
+    log.info("parameter server %d listening on %s:%d", args.ps_id, args.host, port)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    while not stop.wait(0.5):
+        pass
+    log.info("parameter server %d stopping", args.ps_id)
+    server.stop(GRACE_S).wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

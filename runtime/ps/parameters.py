@@ -1,0 +1,495 @@
+"""One parameter-server shard's state: dense variables, the user's optimizer, and the push policy.
+
+`GradientPolicy` is pure logic (no TensorFlow, not thread-safe): it decides, for each gradient
+push, whether it is accepted, what (if anything) to apply now and at which learning-rate scale,
+and it tracks which task records' gradients reached the model.
+
+`Parameters` holds the variables and applies gradients with the user's Keras optimizer, built
+once over every trainable variable of the shard. It is thread-safe: one lock serialises
+`initialize`, `push_gradients`, `apply_gradients`, `update_non_trainable`, `snapshot` and
+`values`, and the policy is only called under that lock (so a push's check-and-apply is atomic
+and a snapshot's values always match its version).
+
+Versions: `version` is the number of gradient applications since the model was initialized (or
+the version it was initialized with). Async: every accepted push applies, so version += 1 per
+push. Sync: `grads_to_wait` pushes computed on the current version are averaged and applied
+once, version += 1.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+_log = logging.getLogger(__name__)
+
+# ---------------------------------------------------------------------------------------------
+# The policy (pure)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with one push.
+
+    `accepted`: False means the push was discarded (sync mode: stale or from the future; the
+    worker must pull and recompute). `gradients`: apply these now (None: nothing to apply yet,
+    or rejected). `lr_scale`: learning-rate factor for that application. `contributions`: the
+    (task_id, records_end) of every push the application contains; pass them to
+    `GradientPolicy.record_applied` once the application succeeded. `reason`: why rejected.
+    """
+
+    accepted: bool
+    gradients: dict[str, np.ndarray] | None = None
+    lr_scale: float = 1.0
+    contributions: tuple[tuple[int, int], ...] = ()
+    reason: str = ""
+
+
+@dataclass
+class GradientPolicy:
+    """Async or sync handling of gradient pushes, and applied-records tracking.
+
+    Async (`use_async=True`, default): every push is accepted and applied on its own, whatever
+    version it was computed on (after a PS restart a push may even be ahead of the PS); with
+    `lr_staleness_modulation` the learning rate is scaled by 1 / max(1, current - push version).
+    A push's own `lr_scale` multiplies in. `grads_to_wait` is ignored.
+
+    Sync (`use_async=False`): pushes computed on the current version are accumulated; the
+    `grads_to_wait`-th one releases their per-variable mean (a variable missing from some pushes
+    is averaged over the pushes that have it), applied at scale 1 (push scales are ignored).
+    A push on another version is rejected. Accumulated gradients of an older version (the model
+    moved on by other means) are discarded.
+    """
+
+    use_async: bool = True
+    grads_to_wait: int = 1
+    lr_staleness_modulation: bool = False
+    _sums: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False)
+    _counts: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    _pending: list[tuple[int, int]] = field(default_factory=list, init=False, repr=False)
+    _pending_version: int | None = field(default=None, init=False, repr=False)
+    _progress: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.grads_to_wait < 1:
+            raise ValueError(f"grads_to_wait must be >= 1, got {self.grads_to_wait}")
+
+    @property
+    def pending(self) -> int:
+        """Number of pushes accumulated towards the next sync application."""
+        return len(self._pending)
+
+    def offer(
+        self,
+        current_version: int,
+        push_version: int,
+        gradients: Mapping[str, np.ndarray],
+        task_id: int = 0,
+        records_end: int = 0,
+        lr_scale: float = 1.0,
+    ) -> Decision:
+        """Decide about one push; `gradients` must already be validated against the shard."""
+        contribution = (int(task_id), int(records_end))
+        if self.use_async:
+            scale = lr_scale if lr_scale > 0 else 1.0
+            if self.lr_staleness_modulation:
+                scale /= max(1, current_version - push_version)
+            return Decision(True, dict(gradients), scale, (contribution,))
+        if push_version != current_version:
+            when = "stale" if push_version < current_version else "ahead of this server"
+            return Decision(
+                False,
+                reason=f"gradients of version {push_version} are {when} "
+                f"(current version {current_version}); pull and recompute",
+            )
+        if self._pending_version != current_version:
+            self._reset(current_version)
+        for name, grad in gradients.items():
+            if name in self._sums:
+                self._sums[name] += grad
+                self._counts[name] += 1
+            else:
+                self._sums[name] = np.array(grad, copy=True)
+                self._counts[name] = 1
+        self._pending.append(contribution)
+        if len(self._pending) < self.grads_to_wait:
+            return Decision(True)
+        mean = {
+            name: total if self._counts[name] == 1 else total / total.dtype.type(self._counts[name])
+            for name, total in self._sums.items()
+        }
+        contributions = tuple(self._pending)
+        self._reset(None)
+        return Decision(True, mean, 1.0, contributions)
+
+    def record_applied(self, contributions: Iterable[tuple[int, int]]) -> None:
+        """Note that these pushes' gradients are in the model (max records_end per task)."""
+        for task_id, records_end in contributions:
+            if records_end > self._progress.get(task_id, 0):
+                self._progress[task_id] = records_end
+
+    def applied_progress(self, task_ids: Iterable[int]) -> dict[int, int]:
+        """For each task: the records whose gradients were applied (0 when none)."""
+        return {int(t): self._progress.get(int(t), 0) for t in task_ids}
+
+    def _reset(self, version: int | None) -> None:
+        self._sums = {}
+        self._counts = {}
+        self._pending = []
+        self._pending_version = version
+
+
+# ---------------------------------------------------------------------------------------------
+# The store
+
+
+@dataclass(frozen=True)
+class PushResult:
+    """Outcome of `Parameters.push_gradients`: accepted or not, and the version afterwards."""
+
+    accepted: bool
+    version: int
+    applied: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A consistent read: `values` is None when not initialized or when the caller is current."""
+
+    initialized: bool
+    version: int
+    values: dict[str, np.ndarray] | None
+
+
+class NotInitializedError(RuntimeError):
+    """The shard has no model yet (no push_model arrived)."""
+
+
+class Parameters:
+    """Dense variables of one shard, updated with the user's Keras optimizer (thread-safe)."""
+
+    def __init__(
+        self,
+        optimizer_factory: Callable[[], Any],
+        policy: GradientPolicy | None = None,
+    ) -> None:
+        """`optimizer_factory()` returns a fresh, unbuilt Keras optimizer; called once, lazily."""
+        self._optimizer_factory = optimizer_factory
+        self.policy = policy or GradientPolicy()
+        self._lock = threading.Lock()
+        self._initialized = False
+        self._version = 0
+        self._variables: dict[str, Any] = {}
+        self._index: dict[str, int] = {}
+        self._non_trainable: dict[str, np.ndarray] = {}
+        self._optimizer: Any = None
+        self._apply_fn: Any = None
+        self._scale: Any = None
+
+    # -- read-only facts ------------------------------------------------------------------
+    @property
+    def initialized(self) -> bool:
+        return self._initialized
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    @property
+    def optimizer(self) -> Any:
+        """The built Keras optimizer (None before `initialize`)."""
+        return self._optimizer
+
+    @property
+    def trainable_names(self) -> tuple[str, ...]:
+        return tuple(self._variables)
+
+    @property
+    def non_trainable_names(self) -> tuple[str, ...]:
+        return tuple(self._non_trainable)
+
+    @property
+    def variables(self) -> dict[str, Any]:
+        """Stable name -> the Keras variable (do not mutate outside this class)."""
+        return dict(self._variables)
+
+    # -- initialization -------------------------------------------------------------------
+    def initialize(
+        self,
+        values: Mapping[str, np.ndarray],
+        non_trainable: Iterable[str] = (),
+        version: int = 0,
+    ) -> bool:
+        """Create the variables and build the optimizer on the trainable ones.
+
+        The first call wins; later calls change nothing and return False (racing workers may
+        all push their freshly built model). Names in `non_trainable` are stored as plain
+        arrays and take no gradients; every name in it must be in `values`.
+        """
+        with self._lock:
+            if self._initialized:
+                return False
+            non_trainable = set(non_trainable)
+            missing = sorted(non_trainable - set(values))
+            if missing:
+                raise ValueError(f"non-trainable names without a value: {missing}")
+            import keras
+            import tensorflow as tf
+
+            variables: dict[str, Any] = {}
+            fixed: dict[str, np.ndarray] = {}
+            for name, value in values.items():
+                array = np.array(value, copy=True)
+                if name in non_trainable:
+                    fixed[name] = array
+                    continue
+                if not np.issubdtype(array.dtype, np.floating):
+                    raise ValueError(
+                        f"trainable variable {name!r} has dtype {array.dtype}; only floating "
+                        "point variables take gradients (list it as non-trainable)"
+                    )
+                variables[name] = keras.Variable(
+                    array, dtype=str(array.dtype), trainable=True, name=_keras_name(name)
+                )
+            optimizer = self._optimizer_factory()
+            scale = tf.Variable(1.0, dtype=tf.float32, trainable=False, name="ps_lr_scale")
+            if variables:
+                optimizer.build(list(variables.values()))
+                _install_lr_scale(optimizer, scale)
+            self._variables = variables
+            self._index = {name: i for i, name in enumerate(variables)}
+            self._non_trainable = fixed
+            self._optimizer = optimizer
+            self._scale = scale
+            self._apply_fn = _ApplyFunctions(optimizer, list(variables.values()), scale)
+            self._version = int(version)
+            self._initialized = True
+            return True
+
+    # -- updates --------------------------------------------------------------------------
+    def check_gradients(self, gradients: Mapping[str, np.ndarray]) -> None:
+        """Raise ValueError naming every unknown variable or mis-shaped gradient."""
+        self._require_initialized()
+        unknown = sorted(name for name in gradients if name not in self._variables)
+        if unknown:
+            raise ValueError(f"gradients for unknown variables: {unknown}")
+        for name, grad in gradients.items():
+            expected = tuple(self._variables[name].shape)
+            if tuple(np.shape(grad)) != expected:
+                raise ValueError(
+                    f"gradient for {name!r} has shape {tuple(np.shape(grad))}, "
+                    f"the variable has shape {expected}"
+                )
+
+    def apply_gradients(self, gradients: Mapping[str, np.ndarray], lr_scale: float = 1.0) -> int:
+        """Apply `gradients` (stable name -> array) with the optimizer; returns the new version.
+
+        Bypasses the policy (and applied-records tracking). `lr_scale` multiplies the
+        optimizer's learning rate for this one application.
+        """
+        with self._lock:
+            self.check_gradients(gradients)
+            self._apply_locked(gradients, lr_scale)
+            return self._version
+
+    def push_gradients(
+        self,
+        gradients: Mapping[str, np.ndarray],
+        version: int,
+        *,
+        task_id: int = 0,
+        records_end: int = 0,
+        non_trainable: Mapping[str, np.ndarray] | None = None,
+        lr_scale: float = 1.0,
+    ) -> PushResult:
+        """One worker push through the policy: validate, decide, maybe apply, update state.
+
+        Raises NotInitializedError before `initialize` and ValueError for unknown names or
+        shapes (nothing is changed then). Non-trainable values of an accepted push replace the
+        stored ones (last writer wins); a rejected push changes nothing.
+        """
+        with self._lock:
+            self.check_gradients(gradients)
+            if non_trainable:
+                self._check_non_trainable(non_trainable)
+            decision = self.policy.offer(
+                self._version, int(version), gradients, task_id, records_end, lr_scale
+            )
+            if not decision.accepted:
+                return PushResult(False, self._version, reason=decision.reason)
+            applied = decision.gradients is not None
+            if applied:
+                self._apply_locked(decision.gradients, decision.lr_scale)
+                self.policy.record_applied(decision.contributions)
+            if non_trainable:
+                self._store_non_trainable(non_trainable)
+            return PushResult(True, self._version, applied)
+
+    def update_non_trainable(self, values: Mapping[str, np.ndarray]) -> None:
+        """Replace non-trainable values (last writer wins); unknown names are a ValueError."""
+        with self._lock:
+            self._require_initialized()
+            self._check_non_trainable(values)
+            self._store_non_trainable(values)
+
+    # -- reads ----------------------------------------------------------------------------
+    def values(self, names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+        """Copies of the current values, trainable and non-trainable."""
+        with self._lock:
+            return self._values_locked(names)
+
+    def snapshot(self, known_version: int | None = None) -> Snapshot:
+        """Version and values read atomically; no values when `known_version` is current."""
+        with self._lock:
+            if not self._initialized:
+                return Snapshot(False, self._version, None)
+            if known_version is not None and known_version == self._version:
+                return Snapshot(True, self._version, None)
+            return Snapshot(True, self._version, self._values_locked(None))
+
+    def applied_progress(self, task_ids: Iterable[int]) -> dict[int, int]:
+        """For each task id: max records_end over the pushes whose gradients were applied."""
+        with self._lock:
+            return self.policy.applied_progress(task_ids)
+
+    # -- internals (lock held) ------------------------------------------------------------
+    def _require_initialized(self) -> None:
+        if not self._initialized:
+            raise NotInitializedError("the parameters are not initialized: push the model first")
+
+    def _apply_locked(self, gradients: Mapping[str, np.ndarray], lr_scale: float) -> None:
+        if gradients and self._variables:
+            names = sorted(gradients, key=self._index.__getitem__)
+            indices = tuple(self._index[n] for n in names)
+            grads = [np.asarray(gradients[n], dtype=self._variables[n].dtype) for n in names]
+            self._apply_fn(indices, grads, float(lr_scale))
+        self._version += 1
+
+    def _check_non_trainable(self, values: Mapping[str, np.ndarray]) -> None:
+        unknown = sorted(name for name in values if name not in self._non_trainable)
+        if unknown:
+            raise ValueError(f"values for unknown non-trainable variables: {unknown}")
+        for name, value in values.items():
+            expected = self._non_trainable[name].shape
+            if np.shape(value) != expected:
+                raise ValueError(
+                    f"non-trainable {name!r} has shape {np.shape(value)}, expected {expected}"
+                )
+
+    def _store_non_trainable(self, values: Mapping[str, np.ndarray]) -> None:
+        for name, value in values.items():
+            self._non_trainable[name] = np.array(
+                value, dtype=self._non_trainable[name].dtype, copy=True
+            )
+
+    def _values_locked(self, names: Iterable[str] | None) -> dict[str, np.ndarray]:
+        if names is None:
+            out = {name: np.asarray(v.numpy()) for name, v in self._variables.items()}
+            out.update({name: value.copy() for name, value in self._non_trainable.items()})
+            return out
+        out = {}
+        for name in names:
+            if name in self._variables:
+                out[name] = np.asarray(self._variables[name].numpy())
+            elif name in self._non_trainable:
+                out[name] = self._non_trainable[name].copy()
+            else:
+                raise KeyError(f"no variable named {name!r} on this shard")
+        return out
+
+
+def _keras_name(name: str) -> str:
+    """Keras variable names may not contain '/'; the stable name stays the dict key."""
+    return name.replace("/", "_").replace(":", "_").replace("#", "_") or "var"
+
+
+def _install_lr_scale(optimizer: Any, scale: Any) -> None:
+    """Make a schedule or callable learning rate honour `scale` (a variable lr is scaled at
+    apply time instead, see `_ApplyFunctions`)."""
+    import keras
+
+    current = optimizer._learning_rate  # the Keras 3 attribute behind `learning_rate`
+    if isinstance(current, keras.Variable):
+        return
+    if isinstance(current, keras.optimizers.schedules.LearningRateSchedule):
+
+        def scaled() -> Any:
+            return current(optimizer.iterations) * scale
+
+    elif callable(current):
+
+        def scaled() -> Any:
+            return current() * scale
+
+    else:
+        raise TypeError(f"unsupported learning rate {current!r} in {type(optimizer).__name__}")
+    optimizer.learning_rate = scaled
+
+
+class _ApplyFunctions:
+    """Compiled optimizer applications, one per subset of variables (usually just "all").
+
+    Each is a concrete `tf.function` with `jit_compile=True`: XLA fuses the optimizer's
+    per-variable ops, which keeps an apply near the cost of one function call. An optimizer
+    XLA cannot compile falls back, once and for good, to a plain graph function.
+    """
+
+    def __init__(self, optimizer: Any, variables: list[Any], scale: Any) -> None:
+        import keras
+
+        self._optimizer = optimizer
+        self._variables = variables
+        self._scale = scale
+        lr = optimizer._learning_rate  # the Keras 3 attribute behind `learning_rate`
+        self._lr_variable = lr if isinstance(lr, keras.Variable) else None
+        self._functions: dict[tuple[int, ...], Any] = {}
+        self.jit = True
+
+    def __call__(self, indices: tuple[int, ...], grads: list[np.ndarray], lr_scale: float) -> None:
+        import tensorflow as tf
+
+        tensors = [tf.convert_to_tensor(g) for g in grads]
+        scale = tf.constant(lr_scale, dtype=tf.float32)
+        function = self._functions.get(indices)
+        if function is not None:
+            function(tensors, scale)
+            return
+        function = self._build(indices)
+        try:
+            function(tensors, scale)
+        except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError) as error:
+            if not self.jit:
+                raise
+            # XLA compiles before anything runs: no variable has changed yet.
+            _log.warning("optimizer does not compile with XLA, using a graph function: %s", error)
+            self.jit = False
+            self._functions.clear()
+            function = self._build(indices)
+            function(tensors, scale)
+        self._functions[indices] = function
+
+    def _build(self, indices: tuple[int, ...]) -> Any:
+        import tensorflow as tf
+
+        chosen = [self._variables[i] for i in indices]
+        optimizer, lr_variable, scale_variable = self._optimizer, self._lr_variable, self._scale
+
+        def apply(grads: list[Any], lr_scale: Any) -> None:
+            if lr_variable is not None:
+                base = tf.identity(lr_variable.value)
+                lr_variable.assign(base * tf.cast(lr_scale, lr_variable.dtype))
+                optimizer.apply(list(grads), chosen)
+                lr_variable.assign(base)
+            else:
+                scale_variable.assign(lr_scale)
+                optimizer.apply(list(grads), chosen)
+
+        specs = [tf.TensorSpec(v.shape, v.dtype) for v in chosen]
+        function = tf.function(apply, jit_compile=self.jit, autograph=False)
+        return function.get_concrete_function(specs, tf.TensorSpec((), tf.float32))

@@ -1,0 +1,206 @@
+"""The gRPC `ParameterServer` service of one shard, around a `Parameters` store.
+
+All state and locking live in `Parameters` (thread-safe); the servicer only decodes, checks that
+names belong to this shard, maps errors to gRPC status codes and encodes replies, so the gRPC
+thread pool runs decoding/encoding of different requests in parallel.
+
+Status codes: FAILED_PRECONDITION for gradients before the model was pushed; INVALID_ARGUMENT
+for names that do not belong to this shard, unknown variables, wrong shapes or a corrupt
+tensor; UNIMPLEMENTED for embedding lookups (no embedding tables yet).
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent import futures
+from typing import Any
+
+import grpc
+import numpy as np
+
+from elasticdl.proto import elasticdl_pb2 as pb
+from elasticdl.proto import elasticdl_pb2_grpc
+from elasticdl.runtime.job_config import GRPC_OPTIONS, JobConfig
+from elasticdl.runtime.ps.parameters import GradientPolicy, NotInitializedError, Parameters
+from elasticdl.runtime.ps.partition import ps_of
+from elasticdl.runtime.tensor_codec import decode, encode
+
+_log = logging.getLogger(__name__)
+
+MAX_WORKERS = 8
+# gRPC turns SO_REUSEPORT on by default: a second server on a busy port would then bind
+# successfully and silently share the port's connections. Off, binding a busy port fails.
+SERVER_OPTIONS = [*GRPC_OPTIONS, ("grpc.so_reuseport", 0)]
+
+
+class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
+    """Shard `ps_id` of `num_ps`: serves and updates the variables that hash to it."""
+
+    def __init__(self, parameters: Parameters, ps_id: int = 0, num_ps: int = 1) -> None:
+        if not 0 <= ps_id < num_ps:
+            raise ValueError(f"ps_id must be in [0, {num_ps}), got {ps_id}")
+        self.parameters = parameters
+        self.ps_id = ps_id
+        self.num_ps = num_ps
+
+    # -- rpcs -----------------------------------------------------------------------------
+    def push_model(self, request: pb.Model, context: grpc.ServicerContext) -> pb.Empty:
+        """Initialize the shard from the first model pushed; later pushes are ignored."""
+        values = self._decode(request.dense_parameters, context, "model")
+        self._check_shard(values, context, "model")
+        try:
+            created = self.parameters.initialize(
+                values, set(request.non_trainable), version=request.version
+            )
+        except (ValueError, TypeError) as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self._who()}: {error}")
+        if created:
+            params = sum(int(np.size(v)) for v in values.values())
+            _log.info(
+                "%s initialized: %d variables (%d values), version %d",
+                self._who(),
+                len(values),
+                params,
+                request.version,
+            )
+        return pb.Empty()
+
+    def pull_dense_parameters(
+        self, request: pb.PullDenseParametersRequest, context: grpc.ServicerContext
+    ) -> pb.PullDenseParametersResponse:
+        """Values only when the caller's version differs from this shard's."""
+        snapshot = self.parameters.snapshot(known_version=request.version)
+        response = pb.PullDenseParametersResponse(
+            initialized=snapshot.initialized, version=snapshot.version
+        )
+        if snapshot.values is not None:
+            response.dense_parameters.extend(
+                encode(name, value) for name, value in snapshot.values.items()
+            )
+        return response
+
+    def push_gradients(
+        self, request: pb.PushGradientsRequest, context: grpc.ServicerContext
+    ) -> pb.PushGradientsResponse:
+        """Gradients through the sync/async policy; non-trainable values of accepted pushes."""
+        if not self.parameters.initialized:
+            context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"{self._who()} has no model yet: push_model must come before push_gradients",
+            )
+        gradients = self._decode(request.gradients, context, "gradients")
+        self._check_shard(gradients, context, "gradients")
+        non_trainable = self._decode(request.non_trainable, context, "non-trainable values")
+        self._check_shard(non_trainable, context, "non-trainable values")
+        try:
+            result = self.parameters.push_gradients(
+                gradients,
+                request.version,
+                task_id=request.task_id,
+                records_end=request.records_end,
+                non_trainable=non_trainable,
+                lr_scale=request.learning_rate_scale or 1.0,
+            )
+        except NotInitializedError as error:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{self._who()}: {error}")
+        except ValueError as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self._who()}: {error}")
+        if not result.accepted:
+            _log.debug(
+                "%s rejected a push of worker %d: %s", self._who(), request.worker_id, result.reason
+            )
+        return pb.PushGradientsResponse(accepted=result.accepted, version=result.version)
+
+    def pull_embedding_vectors(
+        self, request: pb.PullEmbeddingVectorsRequest, context: grpc.ServicerContext
+    ) -> pb.Tensor:
+        context.abort(
+            grpc.StatusCode.UNIMPLEMENTED,
+            f"{self._who()}: embedding tables are not supported yet (asked for {request.name!r})",
+        )
+
+    def get_applied_progress(
+        self, request: pb.AppliedProgressRequest, context: grpc.ServicerContext
+    ) -> pb.AppliedProgressResponse:
+        progress = self.parameters.applied_progress(request.task_ids)
+        return pb.AppliedProgressResponse(records_end=progress)
+
+    # -- helpers --------------------------------------------------------------------------
+    def _who(self) -> str:
+        return f"parameter server {self.ps_id} of {self.num_ps}"
+
+    def _decode(
+        self, tensors: Any, context: grpc.ServicerContext, what: str
+    ) -> dict[str, np.ndarray]:
+        values: dict[str, np.ndarray] = {}
+        for tensor in tensors:
+            try:
+                values[tensor.name] = decode(tensor)
+            except ValueError as error:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self._who()}, {what}: {error}")
+        return values
+
+    def _check_shard(
+        self, values: dict[str, np.ndarray], context: grpc.ServicerContext, what: str
+    ) -> None:
+        foreign = sorted(name for name in values if ps_of(name, self.num_ps) != self.ps_id)
+        if foreign:
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{what} for variables not on {self._who()}: {foreign} "
+                "(do client and servers agree on the number of parameter servers?)",
+            )
+
+
+def policy_of(config: JobConfig) -> GradientPolicy:
+    """The job's gradient policy (async/sync, grads_to_wait, staleness modulation)."""
+    return GradientPolicy(
+        use_async=config.use_async,
+        grads_to_wait=config.grads_to_wait,
+        lr_staleness_modulation=config.lr_staleness_modulation,
+    )
+
+
+def parameters_of(config: JobConfig) -> Parameters:
+    """A `Parameters` store whose optimizer is the job's, as the model zoo defines it.
+
+    The model spec is resolved now, so a bad config fails at startup rather than at the first
+    push_model; the optimizer itself is created once, when the model arrives.
+    """
+    spec = config.load_spec()
+    return Parameters(lambda: spec.instantiate().optimizer, policy_of(config))
+
+
+def start_server(
+    servicer: ParameterServerServicer, port: int, host: str = "127.0.0.1"
+) -> tuple[grpc.Server, int]:
+    """Bind and start a gRPC server for `servicer`; returns it and the bound port (port 0:
+    any free port). A busy port raises RuntimeError naming the shard, host and port."""
+    server = grpc.server(
+        futures.ThreadPoolExecutor(
+            max_workers=MAX_WORKERS, thread_name_prefix=f"ps{servicer.ps_id}"
+        ),
+        options=SERVER_OPTIONS,
+    )
+    elasticdl_pb2_grpc.add_ParameterServerServicer_to_server(servicer, server)
+    address = f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError:
+        bound = 0
+    if bound == 0:
+        server.stop(None)
+        raise RuntimeError(
+            f"parameter server {servicer.ps_id}: port {port} on {host} is in use "
+            "(or the address cannot be bound); choose another port or stop the process using it"
+        )
+    server.start()
+    return server, bound
+
+
+def serve(config: JobConfig, ps_id: int, port: int, host: str = "127.0.0.1") -> grpc.Server:
+    """Start parameter server `ps_id` of `config.num_ps` on host:port; returns the started
+    server (stop it with `server.stop(grace)`)."""
+    servicer = ParameterServerServicer(parameters_of(config), ps_id, config.num_ps)
+    server, _ = start_server(servicer, port, host)
+    return server

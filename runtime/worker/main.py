@@ -1,0 +1,156 @@
+"""A worker process: asks the master for tasks and trains on them until told to stop.
+
+argv: --config JOB_JSON --worker_id N --master_addr HOST:PORT --ps_addrs A,B,...
+
+Exit status: 0 when the master has no more work, or after SIGTERM (preemption notice: the
+current minibatch is finished and reported first); 1 with a one-line reason on a fatal error.
+An error in user code while processing a task is reported to the master as that task's
+failure (the master retries it elsewhere up to its cap) and the worker goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+log = logging.getLogger("elasticdl.worker")
+
+
+class _Stop:
+    requested = False
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    _Stop.requested = True
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="elasticdl-worker")
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--worker_id", type=int, required=True)
+    parser.add_argument("--master_addr", required=True)
+    parser.add_argument("--ps_addrs", required=True)
+    parser.add_argument("--log_level", default="info")
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    import grpc
+
+    from elasticdl.proto import elasticdl_pb2 as pb
+    from elasticdl.proto import elasticdl_pb2_grpc
+    from elasticdl.runtime.data.recordio import RecordIOReader
+    from elasticdl.runtime.job_config import GRPC_OPTIONS, JobConfig, configure_tensorflow
+    from elasticdl.runtime.ps.client import PSClient
+    from elasticdl.runtime.worker.trainer import Trainer
+
+    config = JobConfig.read(args.config)
+    configure_tensorflow(config)
+    channel = grpc.insecure_channel(args.master_addr, options=GRPC_OPTIONS)
+    master = elasticdl_pb2_grpc.MasterStub(channel)
+    ps = PSClient(args.ps_addrs.split(","))
+    ps.wait_ready(timeout_s=120)
+    trainer = Trainer(config, ps, args.worker_id)
+    readers: dict[str, RecordIOReader] = {}
+    worker_id = args.worker_id
+    log.info("worker %d ready (master %s)", worker_id, args.master_addr)
+
+    while not _Stop.requested:
+        task = master.get_task(pb.GetTaskRequest(worker_id=worker_id), timeout=60)
+        if task.type == pb.WAIT:
+            time.sleep(0.2)
+            continue
+        if task.task_id == 0:
+            log.info("worker %d: no more tasks", worker_id)
+            break
+        reader = readers.get(task.shard_name)
+        if reader is None:
+            reader = readers[task.shard_name] = RecordIOReader(task.shard_name)
+        done = 0
+        seen = 0
+        nonfinite = 0
+        error = ""
+        try:
+            records = list(reader.read(task.start, task.end))
+            trainer.ensure_built(records)
+            metadata = trainer.metadata_for(task.shard_name, records[0])
+            for features, labels in trainer.batches(records, metadata):
+                size = trainer.batch_size(labels)
+                end = min(seen + size, len(records))
+                result = trainer.train_batch(features, labels, size, task.task_id, end)
+                seen = end
+                if not result.finite:
+                    nonfinite += result.records
+                    continue
+                # Skipped (non-finite) minibatches before this one are covered by this report.
+                done = end
+                master.report_progress(
+                    pb.ReportProgressRequest(
+                        worker_id=worker_id,
+                        task_id=task.task_id,
+                        records_done=done,
+                        loss=result.loss,
+                        model_version=trainer.model_version,
+                    ),
+                    timeout=60,
+                )
+                if _Stop.requested:
+                    log.info("worker %d: SIGTERM, stopping after this minibatch", worker_id)
+                    return 0
+            if done == 0 and nonfinite:
+                raise FloatingPointError(
+                    f"the loss was NaN or infinite for every minibatch of records "
+                    f"[{task.start}, {task.end}) of {task.shard_name}; check the data and the "
+                    "loss function"
+                )
+            done = len(records)
+        except Exception as err:  # noqa: BLE001 - user code: report it as the task's failure
+            error = f"{type(err).__name__}: {err}"
+            log.error("worker %d: task %d failed:\n%s", worker_id, task.task_id, _short_tb())
+        counters = {"records_done": done, "nonfinite_records": nonfinite}
+        master.report_task_result(
+            pb.ReportTaskResultRequest(
+                worker_id=worker_id,
+                task_id=task.task_id,
+                err_message=error,
+                exec_counters=counters,
+            ),
+            timeout=60,
+        )
+    ps.close()
+    channel.close()
+    return 0
+
+
+def _short_tb() -> str:
+    return "".join(traceback.format_exc().splitlines(keepends=True)[-12:])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper(), logging.INFO),
+        format=f"%(asctime)s worker{args.worker_id} %(levelname)s: %(message)s",
+    )
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    from elasticdl.runtime.process_guard import exit_when_orphaned
+
+    exit_when_orphaned()
+    try:
+        return run(args)
+    except Exception as err:  # noqa: BLE001 - one line for the master's log tail
+        log.error("worker %d fatal: %s", args.worker_id, _short_tb())
+        print(f"worker {args.worker_id} failed: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""The worker's training engine: one model replica that trains against parameter servers.
+
+Per minibatch: pull the parameters only if a PS shard has a newer version than the local
+copy, run the compiled gradient step, push the gradients (with the task id and the records
+done once they are applied, so the master can tell exactly which records reached the model if
+this process dies), then report progress. In sync mode a push computed on a stale version is
+rejected; the worker pulls and recomputes the same minibatch.
+
+Records flow through the spec's `dataset_fn` in task order. A `shuffle` inside `dataset_fn`
+is neutralized while the pipeline is built: progress is counted in records from the start of
+the task, and a shuffled order would make "the first k records are done" untrue. The master
+shuffles tasks every epoch instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from elasticdl.mode import Mode
+from elasticdl.runtime.data.metadata import DatasetMetadata
+from elasticdl.runtime.job_config import JobConfig
+from elasticdl.runtime.model_build import build_model
+from elasticdl.runtime.variables import named_variables
+
+log = logging.getLogger("elasticdl.worker")
+
+MAX_STALE_RETRIES = 20
+
+
+@contextlib.contextmanager
+def in_task_order() -> Iterator[None]:
+    """Build a pipeline with `Dataset.shuffle` as a no-op (see the module docstring)."""
+    original = tf.data.Dataset.shuffle
+    tf.data.Dataset.shuffle = lambda self, *args, **kwargs: self  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        tf.data.Dataset.shuffle = original  # type: ignore[method-assign]
+
+
+@dataclass
+class BatchResult:
+    records: int
+    loss: float
+    finite: bool
+
+
+class Trainer:
+    """A model replica bound to the parameter servers through `ps` (a PSClient)."""
+
+    def __init__(self, config: JobConfig, ps: Any, worker_id: int) -> None:
+        self.config = config
+        self.ps = ps
+        self.worker_id = worker_id
+        spec = config.load_spec()
+        self.instance = spec.instantiate(context={"worker_id": worker_id})
+        self.model = self.instance.model
+        self._built = False
+        self._versions: list[int] = [-1] * config.num_ps
+        self._ps_versions: list[int] = [0] * config.num_ps
+        self._metadata: dict[str, DatasetMetadata] = {}
+        self._step: Callable[..., Any] | None = None
+
+    # -- model and parameters --------------------------------------------------------------------
+
+    def _build(self, records: list[bytes]) -> None:
+        build_model(self.instance, records[: min(len(records), 4)])
+        self.trainable, self.non_trainable = named_variables(self.model)
+        self._trainable_names = list(self.trainable)
+        self._trainable_list = list(self.trainable.values())
+        model, loss_fn, variables = self.model, self.instance.loss, self._trainable_list
+
+        @tf.function(reduce_retracing=True)
+        def step(features: Any, labels: Any) -> tuple[Any, list[Any]]:
+            with tf.GradientTape() as tape:
+                predictions = model(features, training=True)
+                loss = loss_fn(labels, predictions)
+                if model.losses:
+                    loss = loss + tf.add_n(model.losses)
+            gradients = tape.gradient(loss, variables)
+            dense = [
+                tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+                for g, v in zip(gradients, variables, strict=True)
+            ]
+            return loss, dense
+
+        self._step = step
+        self._built = True
+        result = self.ps.pull(self._versions)
+        if not result.initialized:
+            values = {n: np.asarray(v.numpy()) for n, v in self.trainable.items()}
+            values.update({n: np.asarray(v.numpy()) for n, v in self.non_trainable.items()})
+            self.ps.push_model(values, set(self.non_trainable))
+            log.info("worker %d initialized the parameter servers", self.worker_id)
+        self._pull(force=True)
+
+    def _pull(self, force: bool = False) -> None:
+        if not force and all(
+            local >= remote for local, remote in zip(self._versions, self._ps_versions, strict=True)
+        ):
+            return
+        result = self.ps.pull(self._versions)
+        if not result.initialized:
+            raise RuntimeError("the parameter servers lost their parameters")
+        for name, value in (result.values or {}).items():
+            variable = self.trainable.get(name)
+            if variable is None:
+                variable = self.non_trainable.get(name)
+            if variable is not None:
+                variable.assign(value)
+        self._versions = list(result.versions)
+        self._ps_versions = [
+            max(a, b) for a, b in zip(self._ps_versions, result.versions, strict=True)
+        ]
+
+    @property
+    def model_version(self) -> int:
+        return max(self._versions) if self._versions else 0
+
+    # -- data ------------------------------------------------------------------------------------
+
+    def metadata_for(self, file: str, first_record: bytes) -> DatasetMetadata:
+        if file not in self._metadata:
+            self._metadata[file] = DatasetMetadata.from_example(first_record)
+        return self._metadata[file]
+
+    def batches(self, records: list[bytes], metadata: DatasetMetadata) -> Any:
+        dataset = tf.data.Dataset.from_tensor_slices(tf.constant(records, dtype=tf.string))
+        with in_task_order():
+            dataset = self.instance.dataset_fn(dataset, Mode.TRAINING, metadata)
+        return dataset.batch(self.config.minibatch_size).prefetch(1)
+
+    # -- one minibatch ---------------------------------------------------------------------------
+
+    def train_batch(
+        self, features: Any, labels: Any, records: int, task_id: int, records_end: int
+    ) -> BatchResult:
+        """Compute and push one minibatch's gradients; retry on stale rejection (sync mode)."""
+        for _ in range(MAX_STALE_RETRIES):
+            self._pull()
+            loss, gradients = self._step(features, labels)
+            loss_value = float(loss)
+            if not math.isfinite(loss_value):
+                return BatchResult(records, loss_value, finite=False)
+            grads = {
+                name: g.numpy() for name, g in zip(self._trainable_names, gradients, strict=True)
+            }
+            state = {n: np.asarray(v.numpy()) for n, v in self.non_trainable.items()}
+            result = self.ps.push_gradients(
+                grads,
+                versions=self._versions,
+                task_id=task_id,
+                records_end=records_end,
+                non_trainable=state,
+            )
+            self._ps_versions = [
+                max(a, b) for a, b in zip(self._ps_versions, result.versions, strict=True)
+            ]
+            if result.accepted:
+                return BatchResult(records, loss_value, finite=True)
+            self._pull(force=True)
+        raise RuntimeError(
+            f"gradients rejected as stale {MAX_STALE_RETRIES} times in a row; "
+            "lower --grads_to_wait or use --use_async"
+        )
+
+    @staticmethod
+    def batch_size(labels: Any) -> int:
+        return int(tf.shape(tf.nest.flatten(labels)[0])[0])
+
+    def ensure_built(self, records: list[bytes]) -> None:
+        if not self._built:
+            self._build(records)

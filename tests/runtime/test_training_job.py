@@ -1,0 +1,318 @@
+"""End-to-end elastic training on the local engine: real processes, real gRPC, real TF."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import elasticdl
+from elasticdl import Mode
+from elasticdl.proto import elasticdl_pb2 as pb
+from elasticdl.runtime.data import generate as gen
+from elasticdl.runtime.data.files import DataNotFoundError
+from elasticdl.runtime.data.recordio import read_records
+from elasticdl.runtime.master.export import load_params
+from elasticdl.runtime.model_build import sample_batch
+from elasticdl.runtime.model_spec import ModelZooError, load_model_spec
+from elasticdl.runtime.outputs import OutputError
+from elasticdl.runtime.variables import assign, named_variables
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def regression_data(tmp_path_factory):
+    out = tmp_path_factory.mktemp("regression")
+    gen.generate("regression", str(out), 2048, records_per_file=1024)
+    return out
+
+
+def load_trained(output: Path, records: list[bytes]):
+    """Rebuild the model of a finished job from its TrainedModel and params.npz."""
+    trained = pb.TrainedModel.FromString((output / "trained_model.pb").read_bytes())
+    spec = load_model_spec(trained.model_def, None, trained.model_def_params)
+    instance = spec.instantiate()
+    batch = sample_batch(instance, records)
+    instance.model(batch[0], training=False)
+    trainable, non_trainable = named_variables(instance.model)
+    values = load_params((output / trained.params_filename).read_bytes())
+    assign({**trainable, **non_trainable}, values)
+    return trained, instance, batch
+
+
+def report_of(output: Path) -> dict:
+    return json.loads((output / "job_report.json").read_text())
+
+
+def assert_records_accounted(report: dict, max_redone: int = 0) -> None:
+    for epoch in report["epochs"]:
+        assert epoch["trained"] >= epoch["planned"], epoch
+        assert epoch["trained"] - epoch["planned"] == epoch["redone"], epoch
+    assert report["records"]["redone"] <= max_redone
+    records = report["records"]
+    assert records["trained"] == records["planned"] + records["redone"]
+
+
+def test_mnist_on_digits_reaches_90_percent_on_held_out_digits(tmp_path):
+    data = tmp_path / "digits"
+    # 1,797 real digits: the first file (1,400) trains, the second (397 unseen digits) tests.
+    gen.generate("digits", str(data), 1797, records_per_file=1400)
+    train_file, test_file = sorted(data.glob("*.recordio"))
+    output = tmp_path / "model"
+    result = elasticdl.train(
+        model_def="mnist.mnist_functional_api.custom_model",
+        data=str(train_file),
+        output=str(output),
+        params="lr=0.1",
+        num_workers=2,
+        num_ps=1,
+        minibatch_size=32,
+        num_epochs=6,
+        records_per_task=200,
+        intra_op_threads=1,
+    )
+    assert result.succeeded, result.error
+    report = report_of(output)
+    assert report["status"] == "succeeded"
+    assert_records_accounted(report)
+    assert report["records"]["planned"] == 1400 * 6
+    launched = {w["worker_id"] for w in report["workers"]["instances"]}
+    assert launched == {0, 1}
+    records = list(read_records(str(test_file)))
+    trained, instance, (features, labels) = load_trained(output, records)
+    predictions = instance.model(features, training=False)
+    accuracy = float(np.mean(np.argmax(predictions, axis=1) == labels.numpy().ravel()))
+    assert accuracy >= 0.90, f"held-out accuracy {accuracy:.3f}"
+    assert trained.model_def == "mnist.mnist_functional_api.custom_model"
+    assert trained.model_def_params == "lr=0.1"
+    assert trained.input_function == "mnist.mnist_functional_api.dataset_fn"
+    assert trained.loss == "mnist.mnist_functional_api.loss"
+    assert trained.data == str(train_file)
+    reloaded = tf.saved_model.load(str(output / trained.saved_model_path))
+    served = reloaded.serve(features)
+    np.testing.assert_allclose(served.numpy(), predictions.numpy(), rtol=1e-4, atol=1e-4)
+    assert list((output / "tensorboard").rglob("events.out.tfevents*"))
+
+
+def test_sync_single_worker_matches_single_process_training(tmp_path, regression_data):
+    import keras
+
+    from elasticdl.runtime.worker.trainer import in_task_order
+
+    output = tmp_path / "model"
+    params = "hidden_units=[8], learning_rate=0.05, dropout_rate=0.0"
+    data = regression_data / "regression-00000-of-00002.recordio"
+    result = elasticdl.train(
+        model_def="regressor.DNN",
+        data=str(data),
+        output=str(output),
+        params=params,
+        num_workers=1,
+        num_ps=2,
+        grads_to_wait=1,
+        use_async="false",
+        minibatch_size=64,
+        records_per_task=256,
+        shuffle="false",
+        seed=3,
+    )
+    assert result.succeeded, result.error
+    records = list(read_records(str(data)))
+    _, trained, _ = load_trained(output, records)
+
+    # The same model, seed, initial weights, optimizer and batch order, in this process.
+    keras.utils.set_random_seed(3)
+    reference = load_model_spec("regressor.DNN", None, params).instantiate()
+    reference.model(sample_batch(reference, records[:4])[0], training=False)
+    variables, _ = named_variables(reference.model)
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(records))
+    with in_task_order():
+        dataset = reference.dataset_fn(dataset, Mode.TRAINING, None)
+    for features, labels in dataset.batch(64):
+        with tf.GradientTape() as tape:
+            loss = reference.loss(labels, reference.model(features, training=True))
+        grads = tape.gradient(loss, list(variables.values()))
+        reference.optimizer.apply_gradients(zip(grads, variables.values(), strict=True))
+    trained_vars, _ = named_variables(trained.model)
+    assert set(trained_vars) == set(variables)
+    for name, variable in variables.items():
+        np.testing.assert_allclose(
+            trained_vars[name].numpy(), variable.numpy(), rtol=1e-5, atol=1e-6, err_msg=name
+        )
+
+
+def test_regressor_beats_the_naive_model(tmp_path, regression_data):
+    output = tmp_path / "model"
+    result = elasticdl.train(
+        model_def="regressor.DNN",
+        data=str(regression_data),
+        output=str(output),
+        params="hidden_units=[16], learning_rate=0.02",
+        num_workers=2,
+        minibatch_size=64,
+        num_epochs=4,
+        records_per_task=256,
+    )
+    assert result.succeeded, result.error
+    records = list(read_records(str(regression_data / "regression-00001-of-00002.recordio")))
+    _, instance, (features, labels) = load_trained(output, records)
+    predictions = instance.model(features, training=False).numpy().ravel()
+    labels = labels.numpy().ravel()
+    mse = float(np.mean((predictions - labels) ** 2))
+    naive = float(np.var(labels))
+    assert mse < 0.1 * naive, f"mse {mse:.3f} vs predicting the mean {naive:.3f}"
+    assert report_of(output)["final_loss"] is not None
+
+
+@pytest.mark.parametrize(
+    ("chaos", "max_redone"),
+    [("worker1:kill@tasks=2", 64), ("worker1:term@tasks=2", 0)],
+    ids=["sigkill", "sigterm"],
+)
+def test_worker_failure_mid_job_loses_no_record(tmp_path, regression_data, chaos, max_redone):
+    output = tmp_path / "model"
+    result = elasticdl.train(
+        model_def="regressor.DNN",
+        data=str(regression_data),
+        output=str(output),
+        params="hidden_units=[8]",
+        num_workers=2,
+        minibatch_size=64,
+        num_epochs=2,
+        records_per_task=256,
+        chaos=chaos,
+    )
+    assert result.succeeded, result.error
+    report = report_of(output)
+    assert_records_accounted(report, max_redone=max_redone)
+    exits = [w["exit"] for w in report["workers"]["instances"] if w["worker_id"] == 1]
+    assert exits and exits[0]["reason"] == ("killed" if "kill" in chaos else "preempted")
+    assert report["workers"]["launched"] == 3, "the lost worker was replaced"
+    assert report["recoveries"] and all(r["seconds"] < 5 for r in report["recoveries"])
+
+
+def test_added_worker_receives_tasks(tmp_path, regression_data):
+    output = tmp_path / "model"
+    result = elasticdl.train(
+        model_def="regressor.DNN",
+        data=str(regression_data),
+        output=str(output),
+        params="hidden_units=[8]",
+        num_workers=1,
+        minibatch_size=32,
+        num_epochs=4,
+        records_per_task=128,
+        chaos="worker:add@seconds=1",
+    )
+    assert result.succeeded, result.error
+    report = report_of(output)
+    assert_records_accounted(report)
+    assert report["workers"]["launched"] == 2
+    added = {e.get("worker_id") for e in report["events"] if e["kind"] == "worker_added"}
+    assert added == {1}
+    assert report["tasks"]["by_worker"].get("1", 0) > 0
+
+
+def test_bad_inputs_are_clear_and_leave_no_output(tmp_path, regression_data):
+    output = tmp_path / "model"
+    common = dict(model_def="regressor.DNN", output=str(output), num_workers=1)
+    with pytest.raises(DataNotFoundError, match="no data file matches"):
+        elasticdl.train(data=str(tmp_path / "missing.recordio"), **common)
+    with pytest.raises(DataNotFoundError, match="no data file matches"):
+        elasticdl.train(data=str(tmp_path / "*.recordio"), **common)
+    with pytest.raises(ModelZooError, match="no module"):
+        elasticdl.train(data=str(regression_data), **{**common, "model_def": "nope.Model"})
+    with pytest.raises(ValueError, match="num_workers"):
+        elasticdl.train(data=str(regression_data), **{**common, "num_workers": 0})
+    with pytest.raises(ValueError, match="unrecognized"):
+        elasticdl.train(data=str(regression_data), bogus_flag=1, **common)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with pytest.raises(OutputError, match="not writable"):
+        elasticdl.train(data=str(regression_data), **{**common, "output": str(blocker / "m")})
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "something").write_text("x")
+    with pytest.raises(OutputError, match="already holds files"):
+        elasticdl.train(data=str(regression_data), **{**common, "output": str(taken)})
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(RuntimeError, match="in use"):
+            elasticdl.train(data=str(regression_data), master_port=port, **common)
+    assert not output.exists()
+
+
+FAILING_ZOO = """
+import keras
+import tensorflow as tf
+from elasticdl import Mode
+
+
+def custom_model():
+    inputs = keras.Input(shape=(1,), name="x0")
+    return keras.Model(inputs, keras.layers.Dense(1)(inputs))
+
+
+def parse(record):
+    r = tf.io.parse_single_example(record, {
+        "x0": tf.io.FixedLenFeature([1], tf.float32),
+        "label": tf.io.FixedLenFeature([1], tf.float32),
+    })
+    return {"x0": r["x0"]}, r["label"]
+
+
+def dataset_fn(dataset, mode):
+    return dataset.map(parse)
+
+
+def raising_dataset_fn(dataset, mode):
+    raise ValueError("this dataset_fn is broken on purpose")
+
+
+def loss(labels, predictions):
+    return tf.reduce_mean(tf.square(labels - predictions))
+
+
+def nan_loss(labels, predictions):
+    return tf.reduce_mean(tf.square(labels - predictions)) * float("nan")
+
+
+def optimizer(lr=0.01):
+    return keras.optimizers.SGD(lr)
+"""
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"dataset_fn": "failing.raising_dataset_fn"}, "broken on purpose"),
+        ({"loss": "failing.nan_loss"}, "NaN or infinite"),
+    ],
+    ids=["dataset_fn_raises", "nan_loss"],
+)
+def test_user_code_failures_fail_the_job_clearly(tmp_path, regression_data, override, message):
+    zoo = tmp_path / "zoo"
+    zoo.mkdir()
+    (zoo / "failing.py").write_text(FAILING_ZOO)
+    output = tmp_path / "model"
+    result = elasticdl.train(
+        model_zoo=str(zoo),
+        model_def="failing.custom_model",
+        data=str(regression_data / "regression-00000-of-00002.recordio"),
+        output=str(output),
+        num_workers=1,
+        records_per_task=512,
+        max_task_retries=1,
+        **override,
+    )
+    assert not result.succeeded
+    assert message in result.error and "--max_task_retries=1" in result.error
+    assert result.report["status"] == "failed"
+    assert not output.exists(), "a failed job publishes nothing"

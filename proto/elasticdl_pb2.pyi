@@ -94,7 +94,7 @@ class Empty(_message.Message):
     def __init__(self) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ("task_id", "shard_name", "start", "end", "type", "model_version", "epoch", "extended_config")
+    __slots__ = ("task_id", "shard_name", "start", "end", "type", "model_version", "epoch", "extended_config", "skip", "shuffle_seed")
     class ExtendedConfigEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -110,6 +110,8 @@ class Task(_message.Message):
     MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     EXTENDED_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    SKIP_FIELD_NUMBER: _ClassVar[int]
+    SHUFFLE_SEED_FIELD_NUMBER: _ClassVar[int]
     task_id: int
     shard_name: str
     start: int
@@ -118,7 +120,9 @@ class Task(_message.Message):
     model_version: int
     epoch: int
     extended_config: _containers.ScalarMap[str, str]
-    def __init__(self, task_id: _Optional[int] = ..., shard_name: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., type: _Optional[_Union[TaskType, str]] = ..., model_version: _Optional[int] = ..., epoch: _Optional[int] = ..., extended_config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    skip: int
+    shuffle_seed: int
+    def __init__(self, task_id: _Optional[int] = ..., shard_name: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., type: _Optional[_Union[TaskType, str]] = ..., model_version: _Optional[int] = ..., epoch: _Optional[int] = ..., extended_config: _Optional[_Mapping[str, str]] = ..., skip: _Optional[int] = ..., shuffle_seed: _Optional[int] = ...) -> None: ...
 
 class GetTaskRequest(_message.Message):
     __slots__ = ("worker_id", "task_type")

@@ -65,6 +65,8 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
                 type=int(task.type),
                 epoch=task.epoch,
                 model_version=task.model_version,
+                skip=task.skip,
+                shuffle_seed=task.shuffle_seed,
             )
 
     def report_progress(
@@ -115,7 +117,7 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
             self.stats.losses.append(LossPoint(version, loss, worker_id))
 
 
-class PortInUseError(RuntimeError):
+class PortInUseError(ValueError):
     """The master's port is taken."""
 
 

@@ -35,7 +35,13 @@ class TaskType(enum.IntEnum):
 
 @dataclass
 class Task:
-    """A unit of work handed to one worker: records `[start, end)` of `file`."""
+    """A unit of work handed to one worker: records `[start, end)` of `file`.
+
+    The worker visits the shard's records in the order of a permutation drawn from
+    `shuffle_seed` (0: file order) and skips the first `skip` of them, which an earlier
+    attempt finished. So a shard is shuffled within itself and its unfinished remainder is
+    still exactly known: "the first k records of this order are done".
+    """
 
     task_id: int
     shard: Shard
@@ -44,10 +50,13 @@ class Task:
     model_version: int = -1
     lineage: int = 0
     """Id of the first task of this record range; retries of a remainder share it."""
+    skip: int = 0
+    shuffle_seed: int = 0
 
     @property
     def num_records(self) -> int:
-        return self.shard.num_records
+        """Records this task still has to process."""
+        return self.shard.num_records - self.skip
 
 
 @dataclass
@@ -136,8 +145,18 @@ class TaskManager:
 
     # -- planning ------------------------------------------------------------------------------
 
-    def _new_task(self, shard: Shard, epoch: int, lineage: int = 0) -> Task:
-        task = Task(self._next_id, shard, self.task_type, epoch=epoch, lineage=lineage)
+    def _new_task(
+        self, shard: Shard, epoch: int, lineage: int = 0, skip: int = 0, shuffle_seed: int = 0
+    ) -> Task:
+        task = Task(
+            self._next_id,
+            shard,
+            self.task_type,
+            epoch=epoch,
+            lineage=lineage,
+            skip=skip,
+            shuffle_seed=shuffle_seed,
+        )
         task.lineage = lineage or task.task_id
         self._next_id += 1
         return task
@@ -148,9 +167,15 @@ class TaskManager:
         epoch = self._next_epoch
         self._next_epoch += 1
         shards = list(self._shards)
+        rng = random.Random(self.config.seed * 1_000_003 + epoch)
         if self.config.shuffle:
-            random.Random(self.config.seed * 1_000_003 + epoch).shuffle(shards)
-        self._todo.extend(self._new_task(shard, epoch) for shard in shards)
+            rng.shuffle(shards)
+        self._todo.extend(
+            self._new_task(
+                shard, epoch, shuffle_seed=rng.getrandbits(62) + 1 if self.config.shuffle else 0
+            )
+            for shard in shards
+        )
         self.epochs.append(EpochStats(planned=sum(s.num_records for s in shards)))
         return True
 
@@ -278,8 +303,13 @@ class TaskManager:
             )
             self.events.append(Event("job_failed", now, detail=self.failure, task_id=task.task_id))
             return None
-        remainder = Shard(task.shard.file, task.shard.start + done, task.shard.end)
-        new = self._new_task(remainder, task.epoch, lineage=task.lineage)
+        new = self._new_task(
+            task.shard,
+            task.epoch,
+            lineage=task.lineage,
+            skip=task.skip + done,
+            shuffle_seed=task.shuffle_seed,
+        )
         self._todo.appendleft(new)
         self.events.append(
             Event(
@@ -288,8 +318,8 @@ class TaskManager:
                 seconds=now - (since if since is not None else now),
                 worker_id=running.worker_id,
                 task_id=task.task_id,
-                detail=f"{cause}; records [{remainder.start}, {remainder.end}) back as task "
-                f"{new.task_id}",
+                detail=f"{cause}; {new.num_records} record(s) of {task.shard.file} "
+                f"[{task.shard.start}, {task.shard.end}) back as task {new.task_id}",
             )
         )
         return new

@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from elasticdl.runtime.data.recordio import RecordIOReader
     from elasticdl.runtime.job_config import GRPC_OPTIONS, JobConfig, configure_tensorflow
     from elasticdl.runtime.ps.client import PSClient
+    from elasticdl.runtime.worker.order import visiting_order
     from elasticdl.runtime.worker.trainer import Trainer
 
     config = JobConfig.read(args.config)
@@ -79,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
         nonfinite = 0
         error = ""
         try:
-            records = list(reader.read(task.start, task.end))
+            shard = list(reader.read(task.start, task.end))
+            records = [shard[i] for i in visiting_order(len(shard), task.shuffle_seed)]
+            records = records[task.skip :]
             trainer.ensure_built(records)
             metadata = trainer.metadata_for(task.shard_name, records[0])
             for features, labels in trainer.batches(records, metadata):

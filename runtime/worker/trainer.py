@@ -6,10 +6,11 @@ done once they are applied, so the master can tell exactly which records reached
 this process dies), then report progress. In sync mode a push computed on a stale version is
 rejected; the worker pulls and recomputes the same minibatch.
 
-Records flow through the spec's `dataset_fn` in task order. A `shuffle` inside `dataset_fn`
-is neutralized while the pipeline is built: progress is counted in records from the start of
-the task, and a shuffled order would make "the first k records are done" untrue. The master
-shuffles tasks every epoch instead.
+Records flow through the spec's `dataset_fn` in the task's visiting order (a seeded
+permutation of the shard, see `order.py`). A `shuffle` inside `dataset_fn` is neutralized
+while the pipeline is built: progress counts records from the start of that order, and a
+further shuffle would make "the first k records are done" untrue. The master shuffles tasks
+every epoch and gives each task its own permutation, so the data is still shuffled.
 """
 
 from __future__ import annotations

@@ -68,11 +68,11 @@ def test_mnist_on_digits_reaches_90_percent_on_held_out_digits(tmp_path):
         model_def="mnist.mnist_functional_api.custom_model",
         data=str(train_file),
         output=str(output),
-        params="lr=0.1",
+        params="lr=0.05",
         num_workers=2,
         num_ps=1,
         minibatch_size=32,
-        num_epochs=6,
+        num_epochs=8,
         records_per_task=200,
         intra_op_threads=1,
     )
@@ -80,16 +80,17 @@ def test_mnist_on_digits_reaches_90_percent_on_held_out_digits(tmp_path):
     report = report_of(output)
     assert report["status"] == "succeeded"
     assert_records_accounted(report)
-    assert report["records"]["planned"] == 1400 * 6
+    assert report["records"]["planned"] == 1400 * 8
     launched = {w["worker_id"] for w in report["workers"]["instances"]}
     assert launched == {0, 1}
     records = list(read_records(str(test_file)))
     trained, instance, (features, labels) = load_trained(output, records)
     predictions = instance.model(features, training=False)
     accuracy = float(np.mean(np.argmax(predictions, axis=1) == labels.numpy().ravel()))
+    print(f"held-out accuracy {accuracy:.3f}")
     assert accuracy >= 0.90, f"held-out accuracy {accuracy:.3f}"
     assert trained.model_def == "mnist.mnist_functional_api.custom_model"
-    assert trained.model_def_params == "lr=0.1"
+    assert trained.model_def_params == "lr=0.05"
     assert trained.input_function == "mnist.mnist_functional_api.dataset_fn"
     assert trained.loss == "mnist.mnist_functional_api.loss"
     assert trained.data == str(train_file)
@@ -244,7 +245,7 @@ def test_bad_inputs_are_clear_and_leave_no_output(tmp_path, regression_data):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        with pytest.raises(RuntimeError, match="in use"):
+        with pytest.raises(ValueError, match="in use"):
             elasticdl.train(data=str(regression_data), master_port=port, **common)
     assert not output.exists()
 

@@ -1,6 +1,6 @@
 import pytest
 
-from elasticdl.runtime.data.shards import Shard, plan_shards
+from elasticdl.runtime.data.shards import plan_shards
 from elasticdl.runtime.master.task_manager import TaskManager, TaskManagerConfig
 
 FILES = [("a", 25), ("b", 10)]
@@ -19,10 +19,19 @@ def drain(tm: TaskManager, worker: int = 0, now: float = 0.0) -> list:
     return done
 
 
+def visiting_order(task) -> list[int]:
+    """The record indexes a worker visits for `task` (same rule as the worker)."""
+    from elasticdl.runtime.worker.order import visiting_order as order
+
+    return [task.shard.start + i for i in order(task.shard.num_records, task.shuffle_seed)][
+        task.skip :
+    ]
+
+
 def covered(tasks) -> dict[tuple[str, int], int]:
     counts: dict[tuple[str, int], int] = {}
     for task in tasks:
-        for r in range(task.shard.start, task.shard.end):
+        for r in visiting_order(task):
             counts[(task.shard.file, r)] = counts.get((task.shard.file, r), 0) + 1
     return counts
 
@@ -42,7 +51,18 @@ def test_every_record_once_per_epoch_and_shuffled_epochs():
 
 def test_no_shuffle_keeps_file_order():
     tm = manager(shuffle=False)
-    assert [t.shard for t in drain(tm)] == plan_shards(FILES, 10)
+    tasks = drain(tm)
+    assert [t.shard for t in tasks] == plan_shards(FILES, 10)
+    assert all(t.shuffle_seed == 0 for t in tasks)
+    assert visiting_order(tasks[0]) == list(range(10))
+
+
+def test_shuffled_tasks_visit_their_records_in_a_seeded_order():
+    tasks = drain(manager(seed=1))
+    orders = [visiting_order(t) for t in tasks]
+    assert any(order != sorted(order) for order in orders)
+    assert all(sorted(visiting_order(t)) == list(range(t.shard.start, t.shard.end)) for t in tasks)
+    assert [t.shuffle_seed for t in tasks] == [t.shuffle_seed for t in drain(manager(seed=1))]
 
 
 def test_dead_worker_gives_back_only_the_unfinished_remainder():
@@ -51,13 +71,14 @@ def test_dead_worker_gives_back_only_the_unfinished_remainder():
     other = tm.get(2, 0.0)
     assert tm.report_progress(1, first.task_id, 4, 1.0)
     requeued = tm.recover_worker(1, 5.0, cause="worker 1 killed", detected_at=4.5)
-    assert [t.shard for t in requeued] == [Shard(first.shard.file, 4, 10)]
+    assert [(t.shard, t.skip, t.num_records) for t in requeued] == [(first.shard, 4, 6)]
     assert tm.events[-1].kind == "task_requeued"
     assert tm.events[-1].seconds == pytest.approx(0.5)
     # The requeued remainder is handed out next, to anyone.
     again = tm.get(3, 6.0)
-    assert again.shard == Shard(first.shard.file, 4, 10)
+    assert (again.shard, again.skip) == (first.shard, 4)
     assert again.lineage == first.task_id
+    assert set(visiting_order(first)[4:]) == set(visiting_order(again))
     tm.report_result(3, again.task_id, "", 7.0)
     tm.report_result(2, other.task_id, "", 7.0)
     drain(tm, 3)
@@ -104,7 +125,7 @@ def test_remainder_retries_share_the_cap():
     tm.report_progress(0, task.task_id, 3, 0.0)
     tm.recover_worker(0, 1.0, cause="killed")
     task = tm.get(1, 1.0)
-    assert task.shard.start == 3
+    assert task.skip == 3
     tm.recover_worker(1, 2.0, cause="killed")
     assert tm.failure is not None
 
@@ -126,7 +147,7 @@ def test_success_with_missing_records_is_requeued_not_dropped():
     task = tm.get(0, 0.0)
     tm.report_result(0, task.task_id, "", 1.0, records_done=7)
     again = tm.get(0, 1.0)
-    assert again.shard == Shard(task.shard.file, 7, 10)
+    assert (again.shard, again.skip) == (task.shard, 7)
 
 
 def test_empty_data_is_an_error():

@@ -87,3 +87,29 @@ def test_corrupt_file_is_a_clear_error(tmp_path):
     done = run_cli("data", "inspect", str(bad), check=False)
     assert done.returncode == 2
     assert "bad.recordio" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (("--data", "/nonexistent/*.recordio"), "no data file matches"),
+        (("--chaos", "worker1:explode@tasks=1"), "--chaos: cannot parse"),
+        (("--num_workers", "0"), "--num_workers must be >= 1"),
+        (("--model_def", "mnist.nothing.Model"), "no module 'mnist.nothing'"),
+    ],
+)
+def test_train_bad_input_is_one_line(regression_dir, tmp_path, extra, fragment):
+    args = [
+        "train",
+        "--model_def",
+        "regressor.DNN",
+        "--data",
+        str(regression_dir),
+        "--output",
+        str(tmp_path / "model"),
+    ]
+    done = run_cli(*args, *extra, check=False)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], done.stderr
+    assert not (tmp_path / "model").exists()

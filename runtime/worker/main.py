@@ -17,7 +17,9 @@ import signal
 import sys
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -42,15 +44,89 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+class _Readers:
+    """A few open RecordIO readers (their indexes are worth keeping), least recent dropped."""
+
+    def __init__(self, capacity: int = 16) -> None:
+        self._open: OrderedDict[str, Any] = OrderedDict()
+        self._capacity = capacity
+
+    def get(self, url: str) -> Any:
+        from elasticdl.runtime.data.recordio import RecordIOReader
+
+        reader = self._open.pop(url, None) or RecordIOReader(url)
+        self._open[url] = reader
+        while len(self._open) > self._capacity:
+            self._open.popitem(last=False)[1].close()
+        return reader
+
+
+class _Progress:
+    """Progress reports without waiting for each answer: at most one is in flight."""
+
+    def __init__(self, master: Any) -> None:
+        self._master = master
+        self._pending: Any = None
+
+    def send(self, request: Any) -> None:
+        self.flush()
+        self._pending = self._master.report_progress.future(request, timeout=60)
+
+    def flush(self) -> None:
+        if self._pending is not None:
+            self._pending.result()
+            self._pending = None
+
+
+def _train_task(task: Any, trainer: Any, readers: _Readers, progress: _Progress) -> tuple[int, int]:
+    """Train on one task; return (records done, records skipped for a non-finite loss).
+
+    Returns early, with the progress made, when SIGTERM arrived (checked per minibatch).
+    """
+    from elasticdl.proto import elasticdl_pb2 as pb
+    from elasticdl.runtime.worker.order import visiting_order
+
+    shard = list(readers.get(task.shard_name).read(task.start, task.end))
+    records = [shard[i] for i in visiting_order(len(shard), task.shuffle_seed)][task.skip :]
+    trainer.ensure_built(records)
+    metadata = trainer.metadata_for(task.shard_name, records[0])
+    done = seen = nonfinite = 0
+    for features, labels in trainer.batches(records, metadata):
+        size = trainer.batch_size(labels)
+        end = min(seen + size, len(records))
+        result = trainer.train_batch(features, labels, size, task.task_id, end)
+        seen = end
+        if not result.finite:
+            nonfinite += result.records
+            continue
+        # Skipped (non-finite) minibatches before this one are covered by this report.
+        done = end
+        progress.send(
+            pb.ReportProgressRequest(
+                worker_id=trainer.worker_id,
+                task_id=task.task_id,
+                records_done=done,
+                loss=result.loss,
+                model_version=trainer.model_version,
+            )
+        )
+        if _Stop.requested:
+            return done, nonfinite
+    if done == 0 and nonfinite:
+        raise FloatingPointError(
+            f"the loss was NaN or infinite for every minibatch of records [{task.start}, "
+            f"{task.end}) of {task.shard_name}; check the data and the loss function"
+        )
+    return len(records), nonfinite
+
+
 def run(args: argparse.Namespace) -> int:
     import grpc
 
     from elasticdl.proto import elasticdl_pb2 as pb
     from elasticdl.proto import elasticdl_pb2_grpc
-    from elasticdl.runtime.data.recordio import RecordIOReader
     from elasticdl.runtime.job_config import GRPC_OPTIONS, JobConfig, configure_tensorflow
     from elasticdl.runtime.ps.client import PSClient
-    from elasticdl.runtime.worker.order import visiting_order
     from elasticdl.runtime.worker.trainer import Trainer
 
     config = JobConfig.read(args.config)
@@ -59,9 +135,10 @@ def run(args: argparse.Namespace) -> int:
     master = elasticdl_pb2_grpc.MasterStub(channel)
     ps = PSClient(args.ps_addrs.split(","))
     ps.wait_ready(timeout_s=120)
-    trainer = Trainer(config, ps, args.worker_id)
-    readers: dict[str, RecordIOReader] = {}
     worker_id = args.worker_id
+    trainer = Trainer(config, ps, worker_id)
+    readers = _Readers()
+    progress = _Progress(master)
     log.info("worker %d ready (master %s)", worker_id, args.master_addr)
 
     while not _Stop.requested:
@@ -72,59 +149,23 @@ def run(args: argparse.Namespace) -> int:
         if task.task_id == 0:
             log.info("worker %d: no more tasks", worker_id)
             break
-        reader = readers.get(task.shard_name)
-        if reader is None:
-            reader = readers[task.shard_name] = RecordIOReader(task.shard_name)
-        done = 0
-        seen = 0
-        nonfinite = 0
         error = ""
+        done = nonfinite = 0
         try:
-            shard = list(reader.read(task.start, task.end))
-            records = [shard[i] for i in visiting_order(len(shard), task.shuffle_seed)]
-            records = records[task.skip :]
-            trainer.ensure_built(records)
-            metadata = trainer.metadata_for(task.shard_name, records[0])
-            for features, labels in trainer.batches(records, metadata):
-                size = trainer.batch_size(labels)
-                end = min(seen + size, len(records))
-                result = trainer.train_batch(features, labels, size, task.task_id, end)
-                seen = end
-                if not result.finite:
-                    nonfinite += result.records
-                    continue
-                # Skipped (non-finite) minibatches before this one are covered by this report.
-                done = end
-                master.report_progress(
-                    pb.ReportProgressRequest(
-                        worker_id=worker_id,
-                        task_id=task.task_id,
-                        records_done=done,
-                        loss=result.loss,
-                        model_version=trainer.model_version,
-                    ),
-                    timeout=60,
-                )
-                if _Stop.requested:
-                    log.info("worker %d: SIGTERM, stopping after this minibatch", worker_id)
-                    return 0
-            if done == 0 and nonfinite:
-                raise FloatingPointError(
-                    f"the loss was NaN or infinite for every minibatch of records "
-                    f"[{task.start}, {task.end}) of {task.shard_name}; check the data and the "
-                    "loss function"
-                )
-            done = len(records)
+            done, nonfinite = _train_task(task, trainer, readers, progress)
         except Exception as err:  # noqa: BLE001 - user code: report it as the task's failure
             error = f"{type(err).__name__}: {err}"
             log.error("worker %d: task %d failed:\n%s", worker_id, task.task_id, _short_tb())
-        counters = {"records_done": done, "nonfinite_records": nonfinite}
+        progress.flush()
+        if _Stop.requested:
+            log.info("worker %d: SIGTERM, stopped after the current minibatch", worker_id)
+            break
         master.report_task_result(
             pb.ReportTaskResultRequest(
                 worker_id=worker_id,
                 task_id=task.task_id,
                 err_message=error,
-                exec_counters=counters,
+                exec_counters={"records_done": done, "nonfinite_records": nonfinite},
             ),
             timeout=60,
         )

@@ -68,6 +68,8 @@ class Trainer:
         self._versions: list[int] = [-1] * config.num_ps
         self._ps_versions: list[int] = [0] * config.num_ps
         self._metadata: dict[str, DatasetMetadata] = {}
+        self._pipelines: dict[tuple[Any, ...], Any] = {}
+        self._feed: list[bytes] = []
         self._step: Callable[..., Any] | None = None
 
     # -- model and parameters --------------------------------------------------------------------
@@ -76,11 +78,13 @@ class Trainer:
         build_model(self.instance, records[: min(len(records), 4)])
         self.trainable, self.non_trainable = named_variables(self.model)
         self._trainable_names = list(self.trainable)
-        self._trainable_list = list(self.trainable.values())
-        model, loss_fn, variables = self.model, self.instance.loss, self._trainable_list
+        self._state_names = list(self.non_trainable)
+        model, loss_fn = self.model, self.instance.loss
+        variables = list(self.trainable.values())
+        state = list(self.non_trainable.values())
 
         @tf.function(reduce_retracing=True)
-        def step(features: Any, labels: Any) -> tuple[Any, list[Any]]:
+        def step(features: Any, labels: Any) -> tuple[Any, list[Any], list[Any]]:
             with tf.GradientTape() as tape:
                 predictions = model(features, training=True)
                 loss = loss_fn(labels, predictions)
@@ -91,19 +95,29 @@ class Trainer:
                 tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
                 for g, v in zip(gradients, variables, strict=True)
             ]
-            return loss, dense
+            return loss, dense, [v.value for v in state]
+
+        everything = variables + state
+        self._all_names = self._trainable_names + self._state_names
+
+        @tf.function(input_signature=[[tf.TensorSpec(v.shape, v.dtype) for v in everything]])
+        def assign_all(values: list[Any]) -> None:
+            for variable, value in zip(everything, values, strict=True):
+                variable.assign(value)
 
         self._step = step
+        self._assign_all = assign_all
+        pairs = zip(self._all_names, everything, strict=True)
+        self._values = {n: np.asarray(v.numpy()) for n, v in pairs}
         self._built = True
         result = self.ps.pull(self._versions)
         if not result.initialized:
-            values = {n: np.asarray(v.numpy()) for n, v in self.trainable.items()}
-            values.update({n: np.asarray(v.numpy()) for n, v in self.non_trainable.items()})
-            self.ps.push_model(values, set(self.non_trainable))
+            self.ps.push_model(dict(self._values), set(self._state_names))
             log.info("worker %d initialized the parameter servers", self.worker_id)
         self._pull(force=True)
 
     def _pull(self, force: bool = False) -> None:
+        """Refresh the local copy from the shards that have a newer version (one TF call)."""
         if not force and all(
             local >= remote for local, remote in zip(self._versions, self._ps_versions, strict=True)
         ):
@@ -111,12 +125,11 @@ class Trainer:
         result = self.ps.pull(self._versions)
         if not result.initialized:
             raise RuntimeError("the parameter servers lost their parameters")
-        for name, value in (result.values or {}).items():
-            variable = self.trainable.get(name)
-            if variable is None:
-                variable = self.non_trainable.get(name)
-            if variable is not None:
-                variable.assign(value)
+        if result.values:
+            for name, value in result.values.items():
+                if name in self._values:
+                    self._values[name] = value
+            self._assign_all([self._values[name] for name in self._all_names])
         self._versions = list(result.versions)
         self._ps_versions = [
             max(a, b) for a, b in zip(self._ps_versions, result.versions, strict=True)
@@ -134,10 +147,27 @@ class Trainer:
         return self._metadata[file]
 
     def batches(self, records: list[bytes], metadata: DatasetMetadata) -> Any:
-        dataset = tf.data.Dataset.from_tensor_slices(tf.constant(records, dtype=tf.string))
-        with in_task_order():
-            dataset = self.instance.dataset_fn(dataset, Mode.TRAINING, metadata)
-        return dataset.batch(self.config.minibatch_size).prefetch(1)
+        """Minibatches of `records` through the spec's dataset_fn, in the given order.
+
+        The pipeline is built (and `dataset_fn` traced) once per kind of data; each task
+        feeds its records through a fresh iterator of it.
+        """
+        key = (tuple(metadata.columns.items()), metadata.label)
+        pipeline = self._pipelines.get(key)
+        if pipeline is None:
+
+            def feed() -> Iterator[np.ndarray]:
+                yield np.array(self._feed, dtype=object)
+
+            source = tf.data.Dataset.from_generator(
+                feed, output_signature=tf.TensorSpec([None], tf.string)
+            ).unbatch()
+            with in_task_order():
+                dataset = self.instance.dataset_fn(source, Mode.TRAINING, metadata)
+            pipeline = dataset.batch(self.config.minibatch_size).prefetch(1)
+            self._pipelines[key] = pipeline
+        self._feed = records
+        return iter(pipeline)
 
     # -- one minibatch ---------------------------------------------------------------------------
 
@@ -147,21 +177,24 @@ class Trainer:
         """Compute and push one minibatch's gradients; retry on stale rejection (sync mode)."""
         for _ in range(MAX_STALE_RETRIES):
             self._pull()
-            loss, gradients = self._step(features, labels)
+            loss, gradients, state = self._step(features, labels)
             loss_value = float(loss)
             if not math.isfinite(loss_value):
                 return BatchResult(records, loss_value, finite=False)
             grads = {
                 name: g.numpy() for name, g in zip(self._trainable_names, gradients, strict=True)
             }
-            state = {n: np.asarray(v.numpy()) for n, v in self.non_trainable.items()}
+            state_values = {
+                name: v.numpy() for name, v in zip(self._state_names, state, strict=True)
+            }
             result = self.ps.push_gradients(
                 grads,
                 versions=self._versions,
                 task_id=task_id,
                 records_end=records_end,
-                non_trainable=state,
+                non_trainable=state_values,
             )
+            self._values.update(state_values)
             self._ps_versions = [
                 max(a, b) for a, b in zip(self._ps_versions, result.versions, strict=True)
             ]
@@ -175,7 +208,9 @@ class Trainer:
 
     @staticmethod
     def batch_size(labels: Any) -> int:
-        return int(tf.shape(tf.nest.flatten(labels)[0])[0])
+        first = tf.nest.flatten(labels)[0]
+        size = first.shape[0]
+        return int(size) if size is not None else int(tf.shape(first)[0])
 
     def ensure_built(self, records: list[bytes]) -> None:
         if not self._built:

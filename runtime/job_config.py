@@ -46,6 +46,13 @@ class JobConfig:
     shuffle: bool = True
     intra_op_threads: int = 0
     """TensorFlow intra-op threads per worker/PS process; 0 lets TensorFlow choose."""
+    checkpoint_dir: str = ""
+    """Where PS shards write checkpoints (fsspec URL); empty: no checkpoints."""
+    checkpoint_steps: int = 0
+    """Write a checkpoint every N model versions (0: never)."""
+    keep_checkpoint_max: int = 3
+    checkpoint_dir_for_init: str = ""
+    """Restore parameters and optimizer state from the latest valid checkpoint here."""
 
     def load_spec(self) -> Any:
         """Resolve the model spec from the zoo root (no clone: the master did it)."""

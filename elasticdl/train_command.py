@@ -43,6 +43,17 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         help="RecordIO files: path, glob, directory or URL (comma-separated)",
     )
     data.add_argument("--output", required=True, help="where the trained model goes (URL)")
+    data.add_argument(
+        "--validation_data",
+        default="",
+        help="RecordIO files to evaluate on, at the end and every --evaluation_steps versions",
+    )
+    data.add_argument(
+        "--evaluation_steps",
+        type=int,
+        default=0,
+        help="also evaluate every N model versions (0: only at the end)",
+    )
 
     job = parser.add_argument_group("job")
     job.add_argument("--num_workers", type=int, default=2)
@@ -97,6 +108,8 @@ def options_from_namespace(args: argparse.Namespace) -> TrainOptions:
         training_data=args.training_data,
         output=args.output,
         model_zoo=args.model_zoo,
+        validation_data=args.validation_data,
+        evaluation_steps=args.evaluation_steps,
         params=args.params,
         dataset_fn=args.dataset_fn,
         loss=args.loss,

@@ -102,6 +102,11 @@ class TrainingJob:
         self._ps_addrs: list[str] = []
         self._tb_writer: Any = None
         self._tb_written = 0
+        self._eval_shards: list[Any] = []
+        self._eval_metrics: Any = None
+        self._next_eval_version = options.evaluation_steps or 0
+        self._final_eval_started = False
+        self.evaluation_history: list[dict[str, Any]] = []
 
     # -- preparation ---------------------------------------------------------------------------
 
@@ -121,6 +126,17 @@ class TrainingJob:
         shards = plan_shards(files, o.records_per_task)
         if not shards:
             raise ValueError(f"--training_data {o.training_data!r}: the files hold no records")
+        self._eval_shards = []
+        if o.validation_data:
+            self._eval_shards = plan_shards(count_files(o.validation_data), o.records_per_task)
+            if not self._eval_shards:
+                raise ValueError(f"--validation_data {o.validation_data!r}: no records")
+            self._eval_metrics = spec.instantiate().eval_metrics()
+            if not self._eval_metrics.names and self._eval_metrics.batch_fn is None:
+                raise ValueError(
+                    f"--validation_data was given but {o.model_def} defines no evaluation "
+                    "metrics; define eval_metrics_fn (or the style's equivalent)"
+                )
         check_output(o.output)
         sample = list(read_records(shards[0].file, 0, min(8, shards[0].num_records)))
         config = JobConfig(
@@ -200,8 +216,17 @@ class TrainingJob:
             training_s = time.monotonic() - self._t0
             values, version = self._final_parameters(ps_client)
             staged = staging_dir()
+            final_metrics = (
+                self.evaluation_history[-1]["metrics"] if self.evaluation_history else {}
+            )
             trained = export_model(
-                config, values, sample, staged, self.options.training_data, version
+                config,
+                values,
+                sample,
+                staged,
+                self.options.training_data,
+                version,
+                metrics=final_metrics,
             )
             report = self._report(servicer, "succeeded", "", training_s)
             self._write_outputs(staged, report, work)
@@ -251,11 +276,13 @@ class TrainingJob:
         while True:
             for exit_ in manager.exits(timeout=_LOOP_S):
                 self._on_exit(exit_, servicer, manager, ps_client)
+            self._evaluate(servicer)
             with servicer.lock:
                 if tasks.failure is not None:
                     raise JobFailed(tasks.failure)
-                if tasks.finished:
-                    break
+                if tasks.finished and not self._start_final_evaluation(servicer):
+                    if not servicer.evaluations.pending:
+                        break
                 now = time.monotonic()
                 expired = tasks.expired(now)
                 tasks_done = dict(servicer.stats.tasks_done)
@@ -285,6 +312,51 @@ class TrainingJob:
         with servicer.lock:
             progress.update(tasks.records_trained, tasks.epoch, servicer.stats.last_loss, 0, True)
         self._write_tensorboard(servicer)
+
+    def _final_metrics(self) -> dict[str, float]:
+        return dict(self.evaluation_history[-1]["metrics"]) if self.evaluation_history else {}
+
+    def _start_final_evaluation(self, servicer: MasterServicer) -> bool:
+        """Queue the end-of-training evaluation once; True if it was queued now."""
+        if not self._eval_shards or self._final_eval_started:
+            return False
+        self._final_eval_started = True
+        self._queue_evaluation(servicer, servicer.stats.model_version)
+        return True
+
+    def _queue_evaluation(self, servicer: MasterServicer, version: int) -> None:
+        from elasticdl.runtime.master.task_manager import TaskType
+
+        lineages = servicer.tasks.add_tasks(self._eval_shards, TaskType.EVALUATION, version)
+        servicer.evaluations.start(version, lineages, time.monotonic())
+        self._event("evaluation_started", model_version=version, tasks=len(lineages))
+
+    def _evaluate(self, servicer: MasterServicer) -> None:
+        """Start step-based evaluation rounds and collect the ones that completed."""
+        from elasticdl.runtime.metrics import compute
+
+        if not self._eval_shards:
+            return
+        with servicer.lock:
+            version = servicer.stats.model_version
+            steps = self.options.evaluation_steps
+            if steps and not self._final_eval_started and version >= self._next_eval_version:
+                self._queue_evaluation(servicer, version)
+                self._next_eval_version = (version // steps + 1) * steps
+            completed = servicer.evaluations.pop_complete()
+        for round_, state in completed:
+            metrics = compute(self._eval_metrics, state)
+            seconds = round(time.monotonic() - round_.started_at, 3)
+            entry = {"model_version": round_.version, "metrics": metrics, "seconds": seconds}
+            self.evaluation_history.append(entry)
+            log.info("evaluation at model version %d: %s", round_.version, metrics)
+            if self._tb_writer is not None:
+                import tensorflow as tf
+
+                with self._tb_writer.as_default():
+                    for name, value in metrics.items():
+                        tf.summary.scalar(f"eval/{name}", value, step=round_.version)
+                self._tb_writer.flush()
 
     def _last_worker_failure(self) -> str:
         for record in sorted(self._state.workers.values(), key=lambda r: -r.worker_id):
@@ -477,7 +549,8 @@ class TrainingJob:
                 "events": self._state.events,
                 "chaos": self._state.chaos_fired,
                 "model_version": servicer.stats.model_version,
-                "metrics": {},
+                "metrics": self._final_metrics(),
+                "evaluation": self.evaluation_history,
                 "final_loss": servicer.stats.last_loss
                 if servicer.stats.last_loss == servicer.stats.last_loss
                 else None,

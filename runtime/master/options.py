@@ -13,6 +13,8 @@ class TrainOptions:
     training_data: str
     output: str
     model_zoo: str | None = None
+    validation_data: str = ""
+    evaluation_steps: int = 0
     params: str = ""
     dataset_fn: str | None = None
     loss: str | None = None
@@ -55,6 +57,7 @@ class TrainOptions:
         for name, value in {
             "max_worker_relaunches": self.max_worker_relaunches,
             "max_task_retries": self.max_task_retries,
+            "evaluation_steps": self.evaluation_steps,
             "intra_op_threads": self.intra_op_threads,
         }.items():
             if value < 0:

@@ -19,7 +19,9 @@ import grpc
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime.job_config import GRPC_OPTIONS
+from elasticdl.runtime.master.evaluation import EvaluationRounds
 from elasticdl.runtime.master.task_manager import TaskManager
+from elasticdl.runtime.tensor_codec import decode_all
 
 WAIT_TASK = pb.Task(task_id=0, type=pb.WAIT)
 NO_MORE_TASKS = pb.Task(task_id=0, type=pb.TASK_TYPE_UNSPECIFIED)
@@ -48,6 +50,7 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         self.tasks = tasks
         self.lock = threading.Lock()
         self.stats = WorkerStats()
+        self.evaluations = EvaluationRounds()
         self._clock = clock
 
     def get_task(self, request: pb.GetTaskRequest, context: grpc.ServicerContext) -> pb.Task:
@@ -100,7 +103,11 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     def report_evaluation_metrics(
         self, request: pb.ReportEvaluationMetricsRequest, context: grpc.ServicerContext
     ) -> pb.Empty:
-        context.abort(grpc.StatusCode.UNIMPLEMENTED, "evaluation arrives in a later release")
+        states = {name: value.copy() for name, value in decode_all(request.metric_states).items()}
+        with self.lock:
+            lineage = self.tasks.lineage_of(request.worker_id, request.task_id)
+            if lineage is not None:
+                self.evaluations.report(lineage, states)
         return pb.Empty()
 
     def report_version(

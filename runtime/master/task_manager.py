@@ -146,13 +146,21 @@ class TaskManager:
     # -- planning ------------------------------------------------------------------------------
 
     def _new_task(
-        self, shard: Shard, epoch: int, lineage: int = 0, skip: int = 0, shuffle_seed: int = 0
+        self,
+        shard: Shard,
+        epoch: int,
+        lineage: int = 0,
+        skip: int = 0,
+        shuffle_seed: int = 0,
+        task_type: TaskType | None = None,
+        model_version: int = -1,
     ) -> Task:
         task = Task(
             self._next_id,
             shard,
-            self.task_type,
+            task_type or self.task_type,
             epoch=epoch,
+            model_version=model_version,
             lineage=lineage,
             skip=skip,
             shuffle_seed=shuffle_seed,
@@ -185,7 +193,7 @@ class TaskManager:
         """The next task for `worker_id`, or None when nothing is left to hand out now."""
         if self.failure is not None:
             return None
-        if not self._todo:
+        if not any(t.type == TaskType.TRAINING for t in self._todo):
             self._plan_next_epoch()
         if not self._todo:
             return None
@@ -200,7 +208,8 @@ class TaskManager:
             return False
         done = max(0, min(records_done, running.task.num_records))
         if done > running.records_done:
-            self.epochs[running.task.epoch].trained += done - running.records_done
+            if running.task.type == TaskType.TRAINING:
+                self.epochs[running.task.epoch].trained += done - running.records_done
             running.records_done = done
         running.last_progress_at = now
         return True
@@ -251,7 +260,7 @@ class TaskManager:
                 continue
             del self._doing[task_id]
             extra = (applied or {}).get(task_id, running.records_done) - running.records_done
-            if extra > 0:
+            if extra > 0 and running.task.type == TaskType.TRAINING:
                 stats = self.epochs[running.task.epoch]
                 extra = min(extra, running.task.num_records - running.records_done)
                 stats.trained += extra
@@ -309,6 +318,8 @@ class TaskManager:
             lineage=task.lineage,
             skip=task.skip + done,
             shuffle_seed=task.shuffle_seed,
+            task_type=task.type,
+            model_version=task.model_version,
         )
         self._todo.appendleft(new)
         self.events.append(
@@ -324,7 +335,39 @@ class TaskManager:
         )
         return new
 
+    def add_tasks(
+        self, shards: Sequence[Shard], task_type: TaskType, model_version: int
+    ) -> list[int]:
+        """Queue evaluation (or prediction) tasks ahead of training; return their lineages.
+
+        They carry `model_version` (the version they evaluate) and epoch -1: their records are
+        not training records and do not enter the epoch accounting.
+        """
+        tasks = [
+            self._new_task(shard, -1, task_type=task_type, model_version=model_version)
+            for shard in shards
+        ]
+        self._todo.extendleft(reversed(tasks))
+        return [t.lineage for t in tasks]
+
+    def lineage_of(self, worker_id: int, task_id: int) -> int | None:
+        """The lineage of a task `worker_id` is running, None if it is not running it."""
+        running = self._doing.get(task_id)
+        if running is None or running.worker_id != worker_id:
+            return None
+        return running.task.lineage
+
     # -- job state -----------------------------------------------------------------------------
+
+    @property
+    def training_finished(self) -> bool:
+        """All epochs planned and no training task left to do or in progress."""
+        return (
+            self.failure is None
+            and self._next_epoch >= self.config.num_epochs
+            and not any(t.type == TaskType.TRAINING for t in self._todo)
+            and not any(r.task.type == TaskType.TRAINING for r in self._doing.values())
+        )
 
     @property
     def finished(self) -> bool:

@@ -2,8 +2,13 @@
 --port P [--host 127.0.0.1] [--log_level info]`.
 
 Logs "parameter server I listening on HOST:PORT" (stderr) once it accepts connections. SIGTERM or
-SIGINT stops it gracefully (in-flight rpcs get 2 s) and it exits 0. A startup error (unreadable
-config, bad model definition, busy port) prints one line and exits 1 (2 for bad arguments).
+SIGINT stops it gracefully (in-flight rpcs get 2 s, queued checkpoint writes up to 30 s) and it
+exits 0. A startup error (unreadable config, bad model definition, busy port, no valid or a
+mismatched checkpoint to restore from) prints one line and exits 1 (2 for bad arguments).
+
+With `checkpoint_dir`/`checkpoint_steps` in the job config it writes checkpoints of its shard;
+at start it restores from `checkpoint_dir` (a relaunch) or `checkpoint_dir_for_init`, logging
+what it restored (see `elasticdl.runtime.ps.servicer.servicer_of`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import sys
 import threading
 
 GRACE_S = 2.0
+CHECKPOINT_GRACE_S = 30.0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -66,14 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         configure_tensorflow(config)
-        from elasticdl.runtime.ps.servicer import (
-            ParameterServerServicer,
-            parameters_of,
-            start_server,
-        )
+        from elasticdl.runtime.ps.servicer import servicer_of, start_server
 
-        servicer = ParameterServerServicer(parameters_of(config), args.ps_id, config.num_ps)
-        server, port = start_server(servicer, args.port, args.host)
+        servicer = servicer_of(config, args.ps_id)
+        try:
+            server, port = start_server(servicer, args.port, args.host)
+        except BaseException:
+            servicer.close(0)
+            raise
     except Exception as error:  # noqa: BLE001 - any startup failure is one line and exit 1
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         if not message.startswith("parameter server"):
@@ -87,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     log.info("parameter server %d stopping", args.ps_id)
     server.stop(GRACE_S).wait()
+    servicer.close(CHECKPOINT_GRACE_S)
     return 0
 
 

@@ -7,8 +7,13 @@ and it tracks which task records' gradients reached the model.
 `Parameters` holds the variables and applies gradients with the user's Keras optimizer, built
 once over every trainable variable of the shard. It is thread-safe: one lock serialises
 `initialize`, `push_gradients`, `apply_gradients`, `update_non_trainable`, `snapshot` and
-`values`, and the policy is only called under that lock (so a push's check-and-apply is atomic
-and a snapshot's values always match its version).
+`values`, `state` and `restore`, and the policy is only called under that lock (so a push's
+check-and-apply is atomic and a snapshot's values always match its version).
+
+Checkpoints: `state()` captures values, non-trainable values, optimizer state and applied-records
+progress at one version; `restore()` initializes a fresh store from such a state so that the next
+application gives exactly what an uninterrupted run would. Optimizer state is mapped to stable
+variable names by structure (see `optimizer_state_variables`), never by Keras variable paths.
 
 Versions: `version` is the number of gradient applications since the model was initialized (or
 the version it was initialized with). Async: every accepted push applies, so version += 1 per
@@ -25,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from elasticdl.runtime.ps.checkpoint import CheckpointError, ShardState
 
 _log = logging.getLogger(__name__)
 
@@ -137,6 +144,15 @@ class GradientPolicy:
         """For each task: the records whose gradients were applied (0 when none)."""
         return {int(t): self._progress.get(int(t), 0) for t in task_ids}
 
+    def progress(self) -> dict[int, int]:
+        """A copy of every task's applied records (for checkpoints)."""
+        return dict(self._progress)
+
+    def restore_progress(self, progress: Mapping[int, int]) -> None:
+        """Replace the applied-records progress (from a checkpoint); pending pushes are dropped."""
+        self._progress = {int(t): int(r) for t, r in progress.items()}
+        self._reset(None)
+
     def _reset(self, version: int | None) -> None:
         self._sums = {}
         self._counts = {}
@@ -191,6 +207,12 @@ class Parameters:
         self._optimizer: Any = None
         self._apply_fn: Any = None
         self._scale: Any = None
+        self._slot_variables: dict[str, Any] = {}
+        self._optimizer_variables: dict[str, Any] = {}
+        self._restored_from = ""
+        self._state_error = ""
+        self._checkpoint_steps = 0
+        self._checkpoint_sink: Callable[[ShardState], None] | None = None
 
     # -- read-only facts ------------------------------------------------------------------
     @property
@@ -219,6 +241,21 @@ class Parameters:
         """Stable name -> the Keras variable (do not mutate outside this class)."""
         return dict(self._variables)
 
+    # -- checkpoints ----------------------------------------------------------------------
+    @property
+    def restored_from(self) -> str:
+        """Where `restore` took the state from ('' when initialized by a pushed model)."""
+        return self._restored_from
+
+    def set_checkpoint_sink(self, steps: int, sink: Callable[[ShardState], None] | None) -> None:
+        """Hand `sink` a `state()` when the model is pushed (not restored) and whenever an
+        application makes the version a multiple of `steps` (0: only on push). `sink` runs under
+        the store's lock, so the state matches its version exactly; it must return quickly
+        (queue the state, write elsewhere). Its exceptions are logged, never raised."""
+        with self._lock:
+            self._checkpoint_steps = max(0, int(steps))
+            self._checkpoint_sink = sink
+
     # -- initialization -------------------------------------------------------------------
     def initialize(
         self,
@@ -229,48 +266,131 @@ class Parameters:
         """Create the variables and build the optimizer on the trainable ones.
 
         The first call wins; later calls change nothing and return False (racing workers may
-        all push their freshly built model). Names in `non_trainable` are stored as plain
-        arrays and take no gradients; every name in it must be in `values`.
+        all push their freshly built model), but a later model whose names, shapes or
+        trainability differ from the held ones is a ValueError (e.g. after a restore from
+        another model's checkpoint). Names in `non_trainable` are stored as plain arrays and
+        take no gradients; every name in it must be in `values`.
         """
         with self._lock:
-            if self._initialized:
-                return False
             non_trainable = set(non_trainable)
+            if self._initialized:
+                self._check_same_model(values, non_trainable)
+                return False
             missing = sorted(non_trainable - set(values))
             if missing:
                 raise ValueError(f"non-trainable names without a value: {missing}")
-            import keras
-            import tensorflow as tf
-
-            variables: dict[str, Any] = {}
-            fixed: dict[str, np.ndarray] = {}
-            for name, value in values.items():
-                array = np.array(value, copy=True)
-                if name in non_trainable:
-                    fixed[name] = array
-                    continue
-                if not np.issubdtype(array.dtype, np.floating):
-                    raise ValueError(
-                        f"trainable variable {name!r} has dtype {array.dtype}; only floating "
-                        "point variables take gradients (list it as non-trainable)"
-                    )
-                variables[name] = keras.Variable(
-                    array, dtype=str(array.dtype), trainable=True, name=_keras_name(name)
-                )
-            optimizer = self._optimizer_factory()
-            scale = tf.Variable(1.0, dtype=tf.float32, trainable=False, name="ps_lr_scale")
-            if variables:
-                optimizer.build(list(variables.values()))
-                _install_lr_scale(optimizer, scale)
-            self._variables = variables
-            self._index = {name: i for i, name in enumerate(variables)}
-            self._non_trainable = fixed
-            self._optimizer = optimizer
-            self._scale = scale
-            self._apply_fn = _ApplyFunctions(optimizer, list(variables.values()), scale)
-            self._version = int(version)
-            self._initialized = True
+            trainable = {n: v for n, v in values.items() if n not in non_trainable}
+            fixed = {n: v for n, v in values.items() if n in non_trainable}
+            self._create_locked(trainable, fixed, int(version))
+            self._emit_checkpoint_locked()
             return True
+
+    def restore(self, state: ShardState, source: str = "") -> None:
+        """Initialize from a checkpoint state: variables, optimizer slots and non-slot variables
+        (iterations, ...), applied-records progress, version.
+
+        The next application then gives exactly what it would have given in the run that wrote
+        the state. Raises RuntimeError when already initialized, CheckpointError when a slot has
+        another shape. Optimizer state written by another kind of optimizer (other slot names)
+        is not restored: a warning is logged and the optimizer starts fresh.
+        """
+        with self._lock:
+            if self._initialized:
+                raise RuntimeError("cannot restore: the parameters are already initialized")
+            self._create_locked(state.trainable, state.non_trainable, int(state.version))
+            try:
+                self._assign_optimizer_state_locked(state, source)
+            except BaseException:
+                self._initialized = False
+                raise
+            self.policy.restore_progress(state.progress)
+            self._restored_from = f"{source} version {state.version}" if source else "a state"
+
+    def _create_locked(
+        self,
+        trainable: Mapping[str, np.ndarray],
+        fixed: Mapping[str, np.ndarray],
+        version: int,
+    ) -> None:
+        import keras
+        import tensorflow as tf
+
+        variables: dict[str, Any] = {}
+        for name, value in trainable.items():
+            array = np.array(value, copy=True)
+            if not np.issubdtype(array.dtype, np.floating):
+                raise ValueError(
+                    f"trainable variable {name!r} has dtype {array.dtype}; only floating "
+                    "point variables take gradients (list it as non-trainable)"
+                )
+            variables[name] = keras.Variable(
+                array, dtype=str(array.dtype), trainable=True, name=_keras_name(name)
+            )
+        optimizer = self._optimizer_factory()
+        scale = tf.Variable(1.0, dtype=tf.float32, trainable=False, name="ps_lr_scale")
+        if variables:
+            optimizer.build(list(variables.values()))
+            _install_lr_scale(optimizer, scale)
+        try:
+            slots, others = optimizer_state_variables(optimizer, variables)
+            self._state_error = ""
+        except TypeError as error:
+            slots, others = {}, {}
+            self._state_error = str(error)
+            _log.warning("%s: checkpoints of this shard will fail", error)
+        self._slot_variables, self._optimizer_variables = slots, others
+        self._variables = variables
+        self._index = {name: i for i, name in enumerate(variables)}
+        self._non_trainable = {name: np.array(v, copy=True) for name, v in fixed.items()}
+        self._optimizer = optimizer
+        self._scale = scale
+        self._apply_fn = _ApplyFunctions(optimizer, list(variables.values()), scale)
+        self._version = version
+        self._initialized = True
+
+    def _assign_optimizer_state_locked(self, state: ShardState, source: str) -> None:
+        where = f"checkpoint {source}" if source else "the restored state"
+        if set(state.slots) != set(self._slot_variables):
+            theirs = sorted({k.rsplit("/", 1)[1] for k in state.slots})
+            ours = sorted({k.rsplit("/", 1)[1] for k in self._slot_variables})
+            _log.warning(
+                "optimizer state in %s does not fit %s (slots %s there, %s here): parameters "
+                "restored, the optimizer starts fresh",
+                where,
+                type(self._optimizer).__name__,
+                theirs,
+                ours,
+            )
+            return
+        targets = [(k, self._slot_variables[k], v) for k, v in state.slots.items()]
+        targets += [
+            (k, self._optimizer_variables[k], v)
+            for k, v in state.optimizer.items()
+            if k in self._optimizer_variables
+        ]
+        for key, variable, value in targets:
+            if tuple(variable.shape) != tuple(np.shape(value)):
+                raise CheckpointError(
+                    f"{where}: optimizer variable {key!r} has shape {tuple(np.shape(value))}, "
+                    f"the optimizer expects {tuple(variable.shape)}"
+                )
+        for _, variable, value in targets:
+            variable.assign(np.asarray(value, dtype=variable.dtype))
+
+    def _check_same_model(self, values: Mapping[str, np.ndarray], fixed: set[str]) -> None:
+        held = {n: tuple(v.shape) for n, v in self._variables.items()}
+        held.update({n: v.shape for n, v in self._non_trainable.items()})
+        pushed = {n: tuple(np.shape(v)) for n, v in values.items()}
+        differ = sorted(n for n in set(held) | set(pushed) if held.get(n) != pushed.get(n))
+        differ += sorted((fixed ^ set(self._non_trainable)) - set(differ))
+        if differ:
+            origin = (
+                f" (restored from checkpoint {self._restored_from})" if self._restored_from else ""
+            )
+            raise ValueError(
+                f"the pushed model does not match the parameters held{origin}: {len(differ)} "
+                f"variables differ in name, shape or trainability (e.g. {differ[:3]})"
+            )
 
     # -- updates --------------------------------------------------------------------------
     def check_gradients(self, gradients: Mapping[str, np.ndarray]) -> None:
@@ -353,6 +473,12 @@ class Parameters:
                 return Snapshot(True, self._version, None)
             return Snapshot(True, self._version, self._values_locked(None))
 
+    def state(self) -> ShardState:
+        """A consistent copy of everything a checkpoint holds, at the current version."""
+        with self._lock:
+            self._require_initialized()
+            return self._state_locked()
+
     def applied_progress(self, task_ids: Iterable[int]) -> dict[int, int]:
         """For each task id: max records_end over the pushes whose gradients were applied."""
         with self._lock:
@@ -370,6 +496,28 @@ class Parameters:
             grads = [np.asarray(gradients[n], dtype=self._variables[n].dtype) for n in names]
             self._apply_fn(indices, grads, float(lr_scale))
         self._version += 1
+        if self._checkpoint_steps and self._version % self._checkpoint_steps == 0:
+            self._emit_checkpoint_locked()
+
+    def _state_locked(self) -> ShardState:
+        if self._state_error:
+            raise CheckpointError(self._state_error)
+        return ShardState(
+            version=self._version,
+            trainable={n: np.asarray(v.numpy()) for n, v in self._variables.items()},
+            non_trainable={n: v.copy() for n, v in self._non_trainable.items()},
+            slots={k: np.asarray(v.numpy()) for k, v in self._slot_variables.items()},
+            optimizer={k: np.asarray(v.numpy()) for k, v in self._optimizer_variables.items()},
+            progress=self.policy.progress(),
+        )
+
+    def _emit_checkpoint_locked(self) -> None:
+        if self._checkpoint_sink is None:
+            return
+        try:
+            self._checkpoint_sink(self._state_locked())
+        except Exception:  # noqa: BLE001 - a checkpoint problem must not fail a push
+            _log.exception("checkpoint of version %d could not be queued", self._version)
 
     def _check_non_trainable(self, values: Mapping[str, np.ndarray]) -> None:
         unknown = sorted(name for name in values if name not in self._non_trainable)
@@ -402,6 +550,63 @@ class Parameters:
             else:
                 raise KeyError(f"no variable named {name!r} on this shard")
         return out
+
+
+def optimizer_state_variables(
+    optimizer: Any, variables: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(slots, others): every variable of a built Keras 3 optimizer, keyed by stable names.
+
+    Keras optimizers keep per-variable state in list attributes indexed like the variables they
+    were built with (`_get_variable_index`): Adam `_momentums`/`_velocities`, SGD `momentums`,
+    RMSprop `_velocities`/`_momentums`/`_average_gradients`, Adagrad `_accumulators`, EMA and
+    gradient-accumulation lists, ... Each element of such a list becomes slot
+    `<stable_name>/<attribute>` (leading underscores dropped; a wrapped optimizer's attributes
+    are prefixed `inner_optimizer.`). Other optimizer variables (`iterations`, Nadam's
+    `u_product`, loss-scale state) are keyed by attribute name; the learning rate is left out
+    (it comes from the model definition). Raises TypeError if some optimizer variable fits
+    neither, so no state is silently lost.
+    """
+    import keras
+
+    index = {optimizer._get_variable_index(v): n for n, v in variables.items()} if variables else {}
+    model_ids = {id(v) for v in variables.values()}
+    owned = {id(v) for v in optimizer.variables}
+    slots: dict[str, Any] = {}
+    others: dict[str, Any] = {}
+    learning_rates: set[int] = set()
+
+    def walk(obj: Any, prefix: str, depth: int) -> None:
+        for attr, value in sorted(vars(obj).items()):
+            if attr in ("_variables", "_trainable_variables", "_tracker"):
+                continue
+            name = prefix + attr.lstrip("_")
+            if isinstance(value, keras.optimizers.Optimizer) and depth < 3:
+                walk(value, name + ".", depth + 1)
+            elif (
+                index
+                and isinstance(value, list | tuple)
+                and len(value) == len(index)
+                and any(id(x) in owned and id(x) not in model_ids for x in value)
+            ):
+                for i, item in enumerate(value):
+                    if item is not None and id(item) in owned and id(item) not in model_ids:
+                        slots[f"{index[i]}/{name}"] = item
+            elif isinstance(value, keras.Variable) and id(value) in owned:
+                if name.rsplit(".", 1)[-1] == "learning_rate":
+                    learning_rates.add(id(value))
+                else:
+                    others.setdefault(name, value)
+
+    walk(optimizer, "", 0)
+    named = {id(v) for v in slots.values()} | {id(v) for v in others.values()} | learning_rates
+    unnamed = [getattr(v, "path", v.name) for v in optimizer.variables if id(v) not in named]
+    if unnamed:
+        raise TypeError(
+            f"cannot map the state of {type(optimizer).__name__} to variables for checkpoints: "
+            f"{unnamed[:5]}"
+        )
+    return slots, others
 
 
 def _keras_name(name: str) -> str:

@@ -6,12 +6,21 @@ thread pool runs decoding/encoding of different requests in parallel.
 
 Status codes: FAILED_PRECONDITION for gradients before the model was pushed; INVALID_ARGUMENT
 for names that do not belong to this shard, unknown variables, wrong shapes or a corrupt
-tensor; UNIMPLEMENTED for embedding lookups (no embedding tables yet).
+tensor (or a pushed model that differs from the one held); UNIMPLEMENTED for embedding lookups
+(no embedding tables yet).
+
+Checkpoints (`servicer_of`): with `checkpoint_dir` and `checkpoint_steps` set, the shard's state
+is captured under the store's lock when the model is pushed and whenever the version reaches a
+multiple of `checkpoint_steps`, and written by a background `CheckpointWriter` (then pruned to
+`keep_checkpoint_max` valid versions). At start a shard restores, re-sharding as needed, from
+the latest valid checkpoint in `checkpoint_dir` (a relaunched PS of a running job), else from
+`checkpoint_dir_for_init` (which must then hold one).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from concurrent import futures
 from typing import Any
 
@@ -21,6 +30,8 @@ import numpy as np
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime.job_config import GRPC_OPTIONS, JobConfig
+from elasticdl.runtime.ps import checkpoint
+from elasticdl.runtime.ps.checkpoint import CheckpointWriter
 from elasticdl.runtime.ps.parameters import GradientPolicy, NotInitializedError, Parameters
 from elasticdl.runtime.ps.partition import ps_of
 from elasticdl.runtime.tensor_codec import decode, encode
@@ -36,12 +47,24 @@ SERVER_OPTIONS = [*GRPC_OPTIONS, ("grpc.so_reuseport", 0)]
 class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
     """Shard `ps_id` of `num_ps`: serves and updates the variables that hash to it."""
 
-    def __init__(self, parameters: Parameters, ps_id: int = 0, num_ps: int = 1) -> None:
+    def __init__(
+        self,
+        parameters: Parameters,
+        ps_id: int = 0,
+        num_ps: int = 1,
+        writer: CheckpointWriter | None = None,
+    ) -> None:
         if not 0 <= ps_id < num_ps:
             raise ValueError(f"ps_id must be in [0, {num_ps}), got {ps_id}")
         self.parameters = parameters
         self.ps_id = ps_id
         self.num_ps = num_ps
+        self.writer = writer
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Finish queued checkpoint writes (up to `timeout` seconds) and stop the writer;
+        False when writes were still going on at the timeout."""
+        return self.writer is None or self.writer.close(timeout)
 
     # -- rpcs -----------------------------------------------------------------------------
     def push_model(self, request: pb.Model, context: grpc.ServicerContext) -> pb.Empty:
@@ -171,6 +194,78 @@ def parameters_of(config: JobConfig) -> Parameters:
     return Parameters(lambda: spec.instantiate().optimizer, policy_of(config))
 
 
+def model_shapes(config: JobConfig) -> dict[str, tuple[int, ...]] | None:
+    """Stable name -> shape of the job's model variables, when the model has variables without
+    being called on data (functional and Sequential models with inputs); else None."""
+    from elasticdl.runtime.variables import named_variables
+
+    model = config.load_spec().instantiate().model
+    if not getattr(model, "built", False) or not model.weights:
+        return None
+    trainable, non_trainable = named_variables(model)
+    return {name: tuple(v.shape) for name, v in {**trainable, **non_trainable}.items()}
+
+
+def restore_at_start(config: JobConfig, parameters: Parameters, ps_id: int) -> int | None:
+    """Restore shard `ps_id` from the job's checkpoints, if any; returns the version restored.
+
+    `checkpoint_dir` with a valid checkpoint wins (a relaunched PS: the job's own, newest state);
+    else `checkpoint_dir_for_init`, which must hold a valid checkpoint. The checkpoint is
+    re-sharded to `config.num_ps`, and checked against the model's variables when they can be
+    known without data. Raises CheckpointError (one line) for none or a mismatch.
+    """
+    source = ""
+    if config.checkpoint_dir and checkpoint.latest_valid_version(config.checkpoint_dir) is not None:
+        source = config.checkpoint_dir
+    elif config.checkpoint_dir_for_init:
+        source = config.checkpoint_dir_for_init
+    if not source:
+        return None
+    start = time.perf_counter()
+    loaded = checkpoint.load_all(source, only=(ps_id, config.num_ps))
+    expected = model_shapes(config)
+    if expected is not None:
+        checkpoint.check_model(loaded, expected, config.model_def)
+    state = checkpoint.shard_state(loaded, ps_id, config.num_ps)
+    parameters.restore(state, source)
+    values = sum(int(np.size(v)) for v in state.trainable.values())
+    resharded = f", re-sharded from {loaded.num_ps}" if loaded.num_ps != config.num_ps else ""
+    _log.info(
+        "parameter server %d of %d restored version %d from %s%s: %d trainable (%d values) and "
+        "%d non-trainable variables, %d optimizer slots, iterations %d (%.2f s)",
+        ps_id,
+        config.num_ps,
+        loaded.version,
+        source,
+        resharded,
+        len(state.trainable),
+        values,
+        len(state.non_trainable),
+        len(state.slots),
+        state.iterations,
+        time.perf_counter() - start,
+    )
+    return loaded.version
+
+
+def servicer_of(config: JobConfig, ps_id: int) -> ParameterServerServicer:
+    """Shard `ps_id` of the job: its store (restored from a checkpoint when there is one) and,
+    when the job checkpoints, a background writer fed by the store."""
+    parameters = parameters_of(config)
+    restore_at_start(config, parameters, ps_id)
+    writer = None
+    if config.checkpoint_dir and config.checkpoint_steps > 0:
+        writer = CheckpointWriter(
+            config.checkpoint_dir,
+            ps_id,
+            config.num_ps,
+            keep=config.keep_checkpoint_max,
+            model_def=config.model_def,
+        )
+        parameters.set_checkpoint_sink(config.checkpoint_steps, writer.submit)
+    return ParameterServerServicer(parameters, ps_id, config.num_ps, writer)
+
+
 def start_server(
     servicer: ParameterServerServicer, port: int, host: str = "127.0.0.1"
 ) -> tuple[grpc.Server, int]:
@@ -199,8 +294,13 @@ def start_server(
 
 
 def serve(config: JobConfig, ps_id: int, port: int, host: str = "127.0.0.1") -> grpc.Server:
-    """Start parameter server `ps_id` of `config.num_ps` on host:port; returns the started
-    server (stop it with `server.stop(grace)`)."""
-    servicer = ParameterServerServicer(parameters_of(config), ps_id, config.num_ps)
-    server, _ = start_server(servicer, port, host)
+    """Start parameter server `ps_id` of `config.num_ps` on host:port (restored from a checkpoint
+    when there is one, see `servicer_of`); returns the started server (stop it with
+    `server.stop(grace)`; queued checkpoint writes finish in a daemon thread)."""
+    servicer = servicer_of(config, ps_id)
+    try:
+        server, _ = start_server(servicer, port, host)
+    except BaseException:
+        servicer.close(0)
+        raise
     return server

@@ -120,6 +120,31 @@ def _train_task(task: Any, trainer: Any, readers: _Readers, progress: _Progress)
     return len(records), nonfinite
 
 
+def _evaluate_task(task: Any, trainer: Any, readers: _Readers, master: Any) -> int:
+    """Evaluate the current model on one task's records and send the metric state.
+
+    No progress is reported: if this worker dies, the whole task is evaluated again, and the
+    master keeps one state per task, so no record is counted twice.
+    """
+    from elasticdl.proto import elasticdl_pb2 as pb
+    from elasticdl.runtime.tensor_codec import encode
+
+    records = list(readers.get(task.shard_name).read(task.start, task.end))[task.skip :]
+    trainer.ensure_built(records)
+    metadata = trainer.metadata_for(task.shard_name, records[0])
+    states = trainer.evaluate(records, metadata)
+    master.report_evaluation_metrics(
+        pb.ReportEvaluationMetricsRequest(
+            worker_id=trainer.worker_id,
+            task_id=task.task_id,
+            model_version=trainer.model_version,
+            metric_states=[encode(name, value) for name, value in states.items()],
+        ),
+        timeout=60,
+    )
+    return len(records)
+
+
 def run(args: argparse.Namespace) -> int:
     import grpc
 
@@ -152,7 +177,10 @@ def run(args: argparse.Namespace) -> int:
         error = ""
         done = nonfinite = 0
         try:
-            done, nonfinite = _train_task(task, trainer, readers, progress)
+            if task.type == pb.EVALUATION:
+                done = _evaluate_task(task, trainer, readers, master)
+            else:
+                done, nonfinite = _train_task(task, trainer, readers, progress)
         except Exception as err:  # noqa: BLE001 - user code: report it as the task's failure
             error = f"{type(err).__name__}: {err}"
             log.error("worker %d: task %d failed:\n%s", worker_id, task.task_id, _short_tb())

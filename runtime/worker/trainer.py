@@ -71,6 +71,7 @@ class Trainer:
         self._pipelines: dict[tuple[Any, ...], Any] = {}
         self._feed: list[bytes] = []
         self._step: Callable[..., Any] | None = None
+        self._eval_metrics: Any = None
 
     # -- model and parameters --------------------------------------------------------------------
 
@@ -105,7 +106,12 @@ class Trainer:
             for variable, value in zip(everything, values, strict=True):
                 variable.assign(value)
 
+        @tf.function(reduce_retracing=True)
+        def predict(features: Any) -> Any:
+            return model(features, training=False)
+
         self._step = step
+        self._predict = predict
         self._assign_all = assign_all
         pairs = zip(self._all_names, everything, strict=True)
         self._values = {n: np.asarray(v.numpy()) for n, v in pairs}
@@ -146,13 +152,15 @@ class Trainer:
             self._metadata[file] = DatasetMetadata.from_example(first_record)
         return self._metadata[file]
 
-    def batches(self, records: list[bytes], metadata: DatasetMetadata) -> Any:
+    def batches(
+        self, records: list[bytes], metadata: DatasetMetadata, mode: Mode = Mode.TRAINING
+    ) -> Any:
         """Minibatches of `records` through the spec's dataset_fn, in the given order.
 
-        The pipeline is built (and `dataset_fn` traced) once per kind of data; each task
-        feeds its records through a fresh iterator of it.
+        The pipeline is built (and `dataset_fn` traced) once per kind of data and mode; each
+        task feeds its records through a fresh iterator of it.
         """
-        key = (tuple(metadata.columns.items()), metadata.label)
+        key = (tuple(metadata.columns.items()), metadata.label, mode)
         pipeline = self._pipelines.get(key)
         if pipeline is None:
 
@@ -163,7 +171,7 @@ class Trainer:
                 feed, output_signature=tf.TensorSpec([None], tf.string)
             ).unbatch()
             with in_task_order():
-                dataset = self.instance.dataset_fn(source, Mode.TRAINING, metadata)
+                dataset = self.instance.dataset_fn(source, mode, metadata)
             pipeline = dataset.batch(self.config.minibatch_size).prefetch(1)
             self._pipelines[key] = pipeline
         self._feed = records
@@ -205,6 +213,18 @@ class Trainer:
             f"gradients rejected as stale {MAX_STALE_RETRIES} times in a row; "
             "lower --grads_to_wait or use --use_async"
         )
+
+    def evaluate(self, records: list[bytes], metadata: DatasetMetadata) -> dict[str, np.ndarray]:
+        """Additive metric state of the latest model on `records` (see runtime/metrics.py)."""
+        from elasticdl.runtime.metrics import MetricAccumulator
+
+        self._pull(force=True)
+        if self._eval_metrics is None:
+            self._eval_metrics = self.instance.eval_metrics()
+        accumulator = MetricAccumulator(self._eval_metrics)
+        for features, labels in self.batches(records, metadata, Mode.EVALUATION):
+            accumulator.update(labels, self._predict(features))
+        return accumulator.states()
 
     @staticmethod
     def batch_size(labels: Any) -> int:

@@ -64,6 +64,8 @@ def test_mnist_on_digits_reaches_90_percent_on_held_out_digits(tmp_path):
     gen.generate("digits", str(data), 1797, records_per_file=1400)
     train_file, test_file = sorted(data.glob("*.recordio"))
     output = tmp_path / "model"
+    # Sync SGD (2 pushes averaged per version): async runs of this small CNN end anywhere
+    # between 0.81 and 0.96 held-out accuracy depending on thread timing; sync is steady.
     result = elasticdl.train(
         model_def="mnist.mnist_functional_api.custom_model",
         data=str(train_file),
@@ -71,16 +73,19 @@ def test_mnist_on_digits_reaches_90_percent_on_held_out_digits(tmp_path):
         params="lr=0.05",
         num_workers=2,
         num_ps=1,
+        grads_to_wait=2,
         minibatch_size=32,
-        num_epochs=8,
+        num_epochs=12,
         records_per_task=200,
         intra_op_threads=1,
+        validation_data=str(test_file),
+        evaluation_steps=80,
     )
     assert result.succeeded, result.error
     report = report_of(output)
     assert report["status"] == "succeeded"
     assert_records_accounted(report)
-    assert report["records"]["planned"] == 1400 * 8
+    assert report["records"]["planned"] == 1400 * 12
     launched = {w["worker_id"] for w in report["workers"]["instances"]}
     assert launched == {0, 1}
     records = list(read_records(str(test_file)))
@@ -89,6 +94,12 @@ def test_mnist_on_digits_reaches_90_percent_on_held_out_digits(tmp_path):
     accuracy = float(np.mean(np.argmax(predictions, axis=1) == labels.numpy().ravel()))
     print(f"held-out accuracy {accuracy:.3f}")
     assert accuracy >= 0.90, f"held-out accuracy {accuracy:.3f}"
+    # Evaluation ran every 80 versions and at the end, on workers, merged by the master.
+    history = report["evaluation"]
+    assert len(history) >= 3
+    assert [h["model_version"] for h in history] == sorted(h["model_version"] for h in history)
+    assert report["metrics"]["accuracy"] == pytest.approx(accuracy, abs=0.02)
+    assert trained.metrics["accuracy"] == pytest.approx(report["metrics"]["accuracy"])
     assert trained.model_def == "mnist.mnist_functional_api.custom_model"
     assert trained.model_def_params == "lr=0.05"
     assert trained.input_function == "mnist.mnist_functional_api.dataset_fn"

@@ -1,0 +1,583 @@
+"""Parameter-server checkpoints: every shard's parameters and optimizer state, through fsspec.
+
+Layout (any fsspec URL)::
+
+    <checkpoint_dir>/version-<v:012d>/ps-<i>-of-<n>.npz
+
+One uncompressed `.npz` per shard holds the shard's trainable values, non-trainable values,
+optimizer slots (keyed `<stable_name>/<slot>`, e.g. `t003/dense/kernel/momentums`) and the
+optimizer's other variables (`iterations`, ...), stored as `a<k>` arrays, plus a JSON header
+(`__header__`, uint8) naming each array and recording version, ps_id, num_ps, model_def, the
+applied-records progress and the write time.
+
+Atomicity: a shard file is written under a temporary name in the same directory
+(`ps-<i>-of-<n>.npz.tmp-<pid>-<random>`) and renamed to its final name (local disk:
+fsync + `os.replace`; other filesystems: fsspec `mv`, which on object stores is a server-side
+copy, so the final object appears whole or not at all). No marker files: a final name is only
+ever a complete file. A version is VALID only when all n files `ps-0-of-n` .. `ps-<n-1>-of-n`
+are present; temporary files are ignored (and removed by `prune`).
+
+Restoring works whatever number of shards wrote a checkpoint: `load_all` merges every shard,
+`shard_state` re-shards the merge by `ps_of` for any `num_ps`. The optimizer's non-slot
+variables and the applied-records progress are per shard: with the same `num_ps` each shard
+gets its own back; otherwise every shard takes the non-slot variables of the old shard with the
+most iterations, and per task the smallest progress over the old shards.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import posixpath
+import queue
+import re
+import threading
+import time
+import uuid
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+import numpy as np
+from fsspec.implementations.local import LocalFileSystem
+
+from elasticdl.runtime.ps.partition import ps_of
+
+_log = logging.getLogger(__name__)
+
+FORMAT = 1
+_HEADER = "__header__"
+_VERSION_DIR = re.compile(r"^version-(\d+)$")
+_SHARD_FILE = re.compile(r"^ps-(\d+)-of-(\d+)\.npz$")
+_KINDS = ("trainable", "non_trainable", "slot", "optimizer")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, incomplete, corrupt or belongs to another model (one line)."""
+
+
+@dataclass
+class ShardState:
+    """Everything one PS shard needs to resume: values, optimizer state and progress.
+
+    `slots`: optimizer slot variables keyed `<stable_name>/<slot>` (the slot name has no '/').
+    `optimizer`: the optimizer's other variables (e.g. `iterations`), learning rate excluded.
+    `progress`: task id -> records whose gradients are in these values.
+    """
+
+    version: int
+    trainable: dict[str, np.ndarray] = field(default_factory=dict)
+    non_trainable: dict[str, np.ndarray] = field(default_factory=dict)
+    slots: dict[str, np.ndarray] = field(default_factory=dict)
+    optimizer: dict[str, np.ndarray] = field(default_factory=dict)
+    progress: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def iterations(self) -> int:
+        value = self.optimizer.get("iterations")
+        return 0 if value is None else int(value)
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """Stable name -> shape of every model variable (trainable and non-trainable)."""
+        out = {name: tuple(v.shape) for name, v in self.trainable.items()}
+        out.update({name: tuple(v.shape) for name, v in self.non_trainable.items()})
+        return out
+
+
+@dataclass
+class Checkpoint:
+    """All shards of one valid checkpoint version, merged (`load_all`)."""
+
+    directory: str
+    version: int
+    num_ps: int
+    model_def: str
+    trainable: dict[str, np.ndarray]
+    non_trainable: dict[str, np.ndarray]
+    slots: dict[str, np.ndarray]
+    optimizer: list[dict[str, np.ndarray]]
+    """Per writing shard (index = its ps_id)."""
+    progress: list[dict[int, int]]
+    """Per writing shard (index = its ps_id)."""
+    variable_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Every model variable in the checkpoint (also those `load_all(only=...)` did not read)."""
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """Stable name -> shape of every model variable (trainable and non-trainable)."""
+        return dict(self.variable_shapes)
+
+
+def slot_owner(key: str) -> str:
+    """The stable variable name of slot key `<stable_name>/<slot>`."""
+    return key.rsplit("/", 1)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths
+
+
+def _fs(directory: str) -> tuple[Any, str]:
+    fs, path = fsspec.core.url_to_fs(directory)
+    return fs, path.rstrip("/") or "/"
+
+
+def version_dirname(version: int) -> str:
+    return f"version-{version:012d}"
+
+
+def shard_filename(ps_id: int, num_ps: int) -> str:
+    return f"ps-{ps_id}-of-{num_ps}.npz"
+
+
+def shard_path(directory: str, version: int, ps_id: int, num_ps: int) -> str:
+    """The URL-less path of one shard's file (for messages and tests)."""
+    _, root = _fs(directory)
+    return posixpath.join(root, version_dirname(version), shard_filename(ps_id, num_ps))
+
+
+def _listing(fs: Any, path: str) -> list[str]:
+    fs.invalidate_cache(path)  # object stores cache listings; other shards write meanwhile
+    try:
+        return [posixpath.basename(p.rstrip("/")) for p in fs.ls(path, detail=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _versions_on_disk(fs: Any, root: str) -> list[int]:
+    found = []
+    for name in _listing(fs, root):
+        match = _VERSION_DIR.match(name)
+        if match:
+            found.append(int(match.group(1)))
+    return sorted(found)
+
+
+def _complete_sets(names: Sequence[str]) -> list[int]:
+    """Shard counts n for which all files ps-0-of-n .. ps-(n-1)-of-n are in `names`."""
+    seen: dict[int, set[int]] = {}
+    for name in names:
+        match = _SHARD_FILE.match(name)
+        if match:
+            seen.setdefault(int(match.group(2)), set()).add(int(match.group(1)))
+    return sorted(n for n, ids in seen.items() if n > 0 and ids >= set(range(n)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def _encode(state: ShardState, ps_id: int, num_ps: int, model_def: str) -> bytes:
+    arrays: dict[str, np.ndarray] = {}
+    entries = []
+    groups = (state.trainable, state.non_trainable, state.slots, state.optimizer)
+    for kind, group in zip(_KINDS, groups, strict=True):
+        for name, value in group.items():
+            key = f"a{len(arrays)}"
+            array = np.asarray(value)
+            arrays[key] = array
+            entries.append([key, kind, name, list(array.shape), array.dtype.str])
+    header = {
+        "format": FORMAT,
+        "version": int(state.version),
+        "ps_id": ps_id,
+        "num_ps": num_ps,
+        "model_def": model_def,
+        "written_at": time.time(),
+        "entries": entries,
+        "progress": sorted([int(t), int(r)] for t, r in state.progress.items()),
+    }
+    arrays[_HEADER] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def save_shard(
+    directory: str, version: int, ps_id: int, num_ps: int, state: ShardState, model_def: str = ""
+) -> str:
+    """Write shard `ps_id` of `num_ps` of checkpoint `version` atomically; returns its path.
+
+    Rewriting an existing shard file replaces it whole.
+    """
+    if not 0 <= ps_id < num_ps:
+        raise ValueError(f"ps_id must be in [0, {num_ps}), got {ps_id}")
+    data = _encode(state, ps_id, num_ps, model_def)
+    fs, root = _fs(directory)
+    folder = posixpath.join(root, version_dirname(version))
+    final = posixpath.join(folder, shard_filename(ps_id, num_ps))
+    temp = f"{final}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    fs.makedirs(folder, exist_ok=True)
+    try:
+        if isinstance(fs, LocalFileSystem):
+            with open(temp, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temp, final)
+            _fsync_dir(folder)
+        else:
+            with fs.open(temp, "wb") as out:
+                out.write(data)
+            fs.mv(temp, final)
+    except BaseException:
+        try:
+            fs.rm(temp)
+        except (OSError, FileNotFoundError):
+            pass
+        raise
+    return final
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding and reading
+
+
+def valid_versions(directory: str) -> list[int]:
+    """Versions under `directory` with every shard file present, oldest first ([] if none)."""
+    fs, root = _fs(directory)
+    return [
+        v
+        for v in _versions_on_disk(fs, root)
+        if _complete_sets(_listing(fs, posixpath.join(root, version_dirname(v))))
+    ]
+
+
+def latest_valid_version(directory: str) -> int | None:
+    """The newest valid version under `directory`, or None."""
+    fs, root = _fs(directory)
+    for version in reversed(_versions_on_disk(fs, root)):
+        if _complete_sets(_listing(fs, posixpath.join(root, version_dirname(version)))):
+            return version
+    return None
+
+
+def _read_shard(
+    fs: Any, path: str, directory: str, wanted: Callable[[str], bool] | None = None
+) -> tuple[dict[str, Any], ShardState, dict[str, tuple[int, ...]]]:
+    """(header, state, shapes of every model variable in the file); arrays of variables (and
+    their slots) for which `wanted(name)` is false are not read."""
+    try:
+        with fs.open(path, "rb") as raw, np.load(raw) as npz:
+            header = json.loads(bytes(npz[_HEADER]).decode())
+            groups: dict[str, dict[str, np.ndarray]] = {kind: {} for kind in _KINDS}
+            shapes: dict[str, tuple[int, ...]] = {}
+            for key, kind, name, shape, _dtype in header["entries"]:
+                if kind in ("trainable", "non_trainable"):
+                    shapes[name] = tuple(shape)
+                owner = slot_owner(name) if kind == "slot" else name
+                if kind == "optimizer" or wanted is None or wanted(owner):
+                    groups[kind][name] = npz[key]
+    except (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as error:
+        raise CheckpointError(
+            f"checkpoint {directory}: cannot read {path}: {error} (a corrupt or foreign file; "
+            "delete that version directory to fall back to an older checkpoint)"
+        ) from error
+    state = ShardState(
+        version=int(header["version"]),
+        trainable=groups["trainable"],
+        non_trainable=groups["non_trainable"],
+        slots=groups["slot"],
+        optimizer=groups["optimizer"],
+        progress={int(t): int(r) for t, r in header.get("progress", [])},
+    )
+    return header, state, shapes
+
+
+def _newest_complete_set(fs: Any, folder: str, sets: list[int], directory: str) -> int:
+    if len(sets) == 1:
+        return sets[0]
+    # Files of another num_ps left by an earlier run of the job: the newest complete set wins.
+    stamps = {}
+    for n in sets:
+        path = posixpath.join(folder, shard_filename(0, n))
+        header, _, _ = _read_shard(fs, path, directory, lambda _: False)
+        stamps[n] = float(header.get("written_at", 0.0))
+    return max(sets, key=lambda n: (stamps[n], n))
+
+
+def load_all(
+    directory: str, version: int | None = None, only: tuple[int, int] | None = None
+) -> Checkpoint:
+    """Every shard of checkpoint `version` (default: the latest valid one), merged.
+
+    `only=(ps_id, num_ps)` reads just the arrays that shard will hold (`shard_state` of the
+    result is the same); shapes of all variables are still known. Raises CheckpointError when
+    there is no valid checkpoint, the version is incomplete, or the shard files are unreadable
+    or inconsistent.
+    """
+    wanted = None
+    if only is not None:
+        target, targets = only
+
+        def wanted(name: str) -> bool:
+            return ps_of(name, targets) == target
+
+    fs, root = _fs(directory)
+    if version is None:
+        version = latest_valid_version(directory)
+        if version is None:
+            found = _versions_on_disk(fs, root)
+            what = f"only incomplete versions {found}" if found else "no version-* directories"
+            raise CheckpointError(
+                f"no valid checkpoint in {directory} ({what}): check the checkpoint directory "
+                "(wrong --checkpoint_dir_for_init?)"
+            )
+    folder = posixpath.join(root, version_dirname(version))
+    sets = _complete_sets(_listing(fs, folder))
+    if not sets:
+        raise CheckpointError(
+            f"checkpoint {directory} version {version} is incomplete or missing "
+            "(not every parameter server's shard file is there)"
+        )
+    num_ps = _newest_complete_set(fs, folder, sets, directory)
+    merged = Checkpoint(directory, version, num_ps, "", {}, {}, {}, [], [])
+    for ps_id in range(num_ps):
+        path = posixpath.join(folder, shard_filename(ps_id, num_ps))
+        header, state, shapes = _read_shard(fs, path, directory, wanted)
+        problem = ""
+        if (header.get("ps_id"), header.get("num_ps"), state.version) != (ps_id, num_ps, version):
+            problem = (
+                f"its header says shard {header.get('ps_id')} of {header.get('num_ps')}, "
+                f"version {state.version}"
+            )
+        misplaced = [n for n in shapes if ps_of(n, num_ps) != ps_id]
+        if misplaced:
+            problem = f"it holds variables of other shards: {misplaced[:3]}"
+        owners = {slot_owner(k) for k in state.slots} - set(shapes)
+        if owners:
+            problem = f"it holds optimizer slots of unknown variables: {sorted(owners)[:3]}"
+        if problem:
+            raise CheckpointError(f"checkpoint {directory}: {path} is inconsistent: {problem}")
+        merged.model_def = merged.model_def or str(header.get("model_def", ""))
+        merged.variable_shapes.update(shapes)
+        merged.trainable.update(state.trainable)
+        merged.non_trainable.update(state.non_trainable)
+        merged.slots.update(state.slots)
+        merged.optimizer.append(state.optimizer)
+        merged.progress.append(state.progress)
+    return merged
+
+
+def shard_state(checkpoint: Checkpoint, ps_id: int, num_ps: int) -> ShardState:
+    """The part of `checkpoint` that shard `ps_id` of `num_ps` holds (re-sharded by `ps_of`)."""
+    if not 0 <= ps_id < num_ps:
+        raise ValueError(f"ps_id must be in [0, {num_ps}), got {ps_id}")
+
+    def mine(name: str) -> bool:
+        return ps_of(name, num_ps) == ps_id
+
+    if num_ps == checkpoint.num_ps:
+        optimizer = checkpoint.optimizer[ps_id]
+        progress = dict(checkpoint.progress[ps_id])
+    else:
+        iterations = [int(o.get("iterations", 0)) for o in checkpoint.optimizer]
+        optimizer = checkpoint.optimizer[iterations.index(max(iterations))]
+        tasks = set().union(*checkpoint.progress)
+        progress = {t: min(p.get(t, 0) for p in checkpoint.progress) for t in tasks}
+        progress = {t: r for t, r in progress.items() if r > 0}
+    return ShardState(
+        version=checkpoint.version,
+        trainable={n: v for n, v in checkpoint.trainable.items() if mine(n)},
+        non_trainable={n: v for n, v in checkpoint.non_trainable.items() if mine(n)},
+        slots={k: v for k, v in checkpoint.slots.items() if mine(slot_owner(k))},
+        optimizer=dict(optimizer),
+        progress=progress,
+    )
+
+
+def check_model(
+    checkpoint: Checkpoint, expected: Mapping[str, Sequence[int]], model_def: str = ""
+) -> None:
+    """Raise CheckpointError unless the checkpoint holds exactly the model's variables
+    (`expected`: stable name -> shape, trainable and non-trainable)."""
+    held = checkpoint.shapes()
+    wanted = {name: tuple(shape) for name, shape in expected.items()}
+    missing = sorted(set(wanted) - set(held))
+    unknown = sorted(set(held) - set(wanted))
+    reshaped = sorted(n for n in set(held) & set(wanted) if held[n] != wanted[n])
+    if not (missing or unknown or reshaped):
+        return
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} model variables are not in it (e.g. {missing[:3]})")
+    if unknown:
+        problems.append(
+            f"{len(unknown)} of its variables are not in the model (e.g. {unknown[:3]})"
+        )
+    if reshaped:
+        name = reshaped[0]
+        problems.append(
+            f"{len(reshaped)} variables have other shapes (e.g. {name!r}: checkpoint "
+            f"{held[name]}, model {wanted[name]})"
+        )
+    written = f" (written for model_def {checkpoint.model_def!r})" if checkpoint.model_def else ""
+    model = f" {model_def!r}" if model_def else ""
+    raise CheckpointError(
+        f"checkpoint {checkpoint.directory} version {checkpoint.version}{written} does not "
+        f"match the model{model}: {'; '.join(problems)}. Is it another model's checkpoint "
+        "(wrong --checkpoint_dir_for_init or --checkpoint_dir)?"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Pruning
+
+
+def prune(directory: str, ps_id: int, num_ps: int, keep: int) -> list[int]:
+    """Delete this shard's files in versions older than the newest `keep` valid ones.
+
+    Also removes this shard's leftover temporary files anywhere and, from shard 0, files that
+    another num_ps left in those old versions. A version directory left empty is removed (by
+    whichever shard empties it). `keep` <= 0 keeps everything. Returns the versions this call
+    removed files from.
+    """
+    if keep <= 0:
+        return []
+    fs, root = _fs(directory)
+    on_disk = _versions_on_disk(fs, root)
+    listings = {v: _listing(fs, posixpath.join(root, version_dirname(v))) for v in on_disk}
+    valid = [v for v in on_disk if _complete_sets(listings[v])]
+    cutoff = valid[-keep] if len(valid) >= keep else None
+    mine = shard_filename(ps_id, num_ps)
+    pruned = []
+    for version in on_disk:
+        folder = posixpath.join(root, version_dirname(version))
+        names = listings[version]
+        doomed = [n for n in names if n.startswith(f"{mine}.tmp-")]
+        if cutoff is not None and version < cutoff:
+            doomed += [n for n in names if n == mine]
+            if ps_id == 0:
+                doomed += [
+                    n for n in names if (m := _SHARD_FILE.match(n)) and int(m.group(2)) != num_ps
+                ]
+        for name in doomed:
+            try:
+                fs.rm(posixpath.join(folder, name))
+            except FileNotFoundError:
+                pass
+        if cutoff is not None and version < cutoff:
+            pruned.append(version)
+            if not _listing(fs, folder):
+                try:
+                    fs.rmdir(folder)
+                except (OSError, NotImplementedError):
+                    pass  # another shard removed it, or wrote into it meanwhile
+    return pruned
+
+
+# ---------------------------------------------------------------------------------------------
+# Background writing
+
+
+class CheckpointWriter:
+    """Writes one shard's checkpoints in a background thread, pruning after each write.
+
+    A shard prunes only by versions already valid, so the shard that finishes a version first
+    leaves its file of the version that then drops out; its next write (or `close`) removes it.
+
+    `submit` queues a state (captured by the caller) and returns at once, unless `max_pending`
+    states already wait: then it blocks until one is written (back-pressure instead of unbounded
+    memory). A failed write is logged and counted in `failures`; training goes on.
+    """
+
+    def __init__(
+        self,
+        directory: str,
+        ps_id: int,
+        num_ps: int,
+        keep: int = 3,
+        model_def: str = "",
+        max_pending: int = 2,
+    ) -> None:
+        self.directory = directory
+        self.ps_id = ps_id
+        self.num_ps = num_ps
+        self.keep = keep
+        self.model_def = model_def
+        self.written: list[int] = []
+        self.failures = 0
+        self.last_write_s = 0.0
+        self._queue: queue.Queue[ShardState | None] = queue.Queue(max_pending)
+        self._idle = threading.Condition()
+        self._outstanding = 0
+        self._thread = threading.Thread(target=self._run, name=f"ps{ps_id}-checkpoint", daemon=True)
+        self._thread.start()
+
+    def submit(self, state: ShardState) -> None:
+        """Queue `state` for writing (blocks while `max_pending` states wait)."""
+        with self._idle:
+            self._outstanding += 1
+        self._queue.put(state)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every submitted state is written (or failed); False on timeout."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._outstanding == 0, timeout)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Write what is queued (within `timeout` seconds), prune once more (other shards may
+        have completed versions since this one last pruned), then stop the thread; False when
+        writes were still going on at the timeout (the daemon thread goes on with them)."""
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        try:
+            self._queue.put(None, timeout=None if deadline is None else max(0.0, timeout))
+        except queue.Full:
+            return False
+        self._thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        if self._thread.is_alive():
+            return False
+        if self.written:
+            try:
+                prune(self.directory, self.ps_id, self.num_ps, self.keep)
+            except Exception:  # noqa: BLE001 - best effort at shutdown
+                _log.exception("parameter server %d: pruning %s failed", self.ps_id, self.directory)
+        return True
+
+    def _run(self) -> None:
+        while (state := self._queue.get()) is not None:
+            try:
+                self.write(state)
+            except Exception:  # noqa: BLE001 - a failed checkpoint must not stop training
+                self.failures += 1
+                _log.exception(
+                    "parameter server %d: checkpoint of version %d to %s failed",
+                    self.ps_id,
+                    state.version,
+                    self.directory,
+                )
+            finally:
+                with self._idle:
+                    self._outstanding -= 1
+                    self._idle.notify_all()
+
+    def write(self, state: ShardState) -> None:
+        """Write `state` now (in the calling thread), then prune."""
+        start = time.perf_counter()
+        save_shard(self.directory, state.version, self.ps_id, self.num_ps, state, self.model_def)
+        self.last_write_s = time.perf_counter() - start
+        self.written.append(state.version)
+        _log.info(
+            "parameter server %d: checkpoint of version %d written to %s in %.3f s",
+            self.ps_id,
+            state.version,
+            self.directory,
+            self.last_write_s,
+        )
+        prune(self.directory, self.ps_id, self.num_ps, self.keep)

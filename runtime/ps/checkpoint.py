@@ -329,6 +329,22 @@ def load_all(
         def wanted(name: str) -> bool:
             return ps_of(name, targets) == target
 
+    return _load(directory, version, wanted)
+
+
+def check_directory(
+    directory: str, expected: Mapping[str, Sequence[int]], model_def: str = ""
+) -> int:
+    """Check the latest valid checkpoint in `directory` against a model's variables (stable
+    name -> shape) reading only the files' headers; returns its version. Raises
+    CheckpointError like `load_all` and `check_model`. For a master that builds the model
+    before starting parameter servers (they cannot build a subclassed model without data)."""
+    loaded = _load(directory, None, lambda _: False)
+    check_model(loaded, expected, model_def)
+    return loaded.version
+
+
+def _load(directory: str, version: int | None, wanted: Callable[[str], bool] | None) -> Checkpoint:
     fs, root = _fs(directory)
     if version is None:
         version = latest_valid_version(directory)

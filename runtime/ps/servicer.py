@@ -226,6 +226,15 @@ def restore_at_start(config: JobConfig, parameters: Parameters, ps_id: int) -> i
     expected = model_shapes(config)
     if expected is not None:
         checkpoint.check_model(loaded, expected, config.model_def)
+    elif loaded.model_def and loaded.model_def != config.model_def:
+        _log.warning(
+            "parameter server %d: checkpoint %s was written for model_def %r, this job runs %r; "
+            "its variables cannot be checked here (the model has none before it sees data)",
+            ps_id,
+            source,
+            loaded.model_def,
+            config.model_def,
+        )
     state = checkpoint.shard_state(loaded, ps_id, config.num_ps)
     parameters.restore(state, source)
     values = sum(int(np.size(v)) for v in state.trainable.values())

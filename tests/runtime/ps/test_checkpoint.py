@@ -183,6 +183,9 @@ def test_a_checkpoint_of_another_model_is_a_clear_one_line_error(tmp_path):
     assert "['t000/conv/kernel']" in message  # missing from the checkpoint
     assert "'t001/dense/bias': checkpoint (3,), model (5,)" in message
     assert "wrong --checkpoint_dir_for_init" in message
+    assert ckpt.check_directory(str(tmp_path), {**SHAPES, BN: (3,)}) == 2  # headers only
+    with pytest.raises(CheckpointError, match="'t001/dense/bias': checkpoint"):
+        ckpt.check_directory(str(tmp_path), other)
 
 
 # -- optimizer state -----------------------------------------------------------------------------

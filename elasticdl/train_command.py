@@ -55,6 +55,19 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         help="also evaluate every N model versions (0: only at the end)",
     )
 
+    ckpt = parser.add_argument_group("checkpoints")
+    ckpt.add_argument(
+        "--checkpoint_steps", type=int, default=0, help="checkpoint every N model versions"
+    )
+    ckpt.add_argument("--keep_checkpoint_max", type=int, default=3)
+    ckpt.add_argument(
+        "--checkpoint_dir", default="", help="default with --checkpoint_steps: OUTPUT/checkpoints"
+    )
+    ckpt.add_argument(
+        "--checkpoint_dir_for_init", default="", help="start from the latest checkpoint here"
+    )
+    ckpt.add_argument("--max_ps_relaunches", type=int, default=3)
+
     job = parser.add_argument_group("job")
     job.add_argument("--num_workers", type=int, default=2)
     job.add_argument("--num_ps", type=int, default=1)
@@ -110,6 +123,11 @@ def options_from_namespace(args: argparse.Namespace) -> TrainOptions:
         model_zoo=args.model_zoo,
         validation_data=args.validation_data,
         evaluation_steps=args.evaluation_steps,
+        checkpoint_steps=args.checkpoint_steps,
+        keep_checkpoint_max=args.keep_checkpoint_max,
+        checkpoint_dir=args.checkpoint_dir,
+        checkpoint_dir_for_init=args.checkpoint_dir_for_init,
+        max_ps_relaunches=args.max_ps_relaunches,
         params=args.params,
         dataset_fn=args.dataset_fn,
         loss=args.loss,

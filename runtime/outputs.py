@@ -80,19 +80,40 @@ def publish(staged: Path, url: str, storage_options: dict[str, Any] | None = Non
         _publish_remote(staged, fs, path)
 
 
+JOB_OWNED = {"checkpoints"}
+"""Entries the job itself writes into --output while it runs."""
+
+
 def _publish_local(staged: Path, target: Path) -> None:
+    """Rename the staged directory into place; beside the job's checkpoints, entry by entry.
+
+    Without checkpoints the whole model directory appears in one rename. With them, each
+    staged entry is renamed into the existing directory, `trained_model.pb` last, so a
+    reader that waits for the commit marker never sees a partial model.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
-    sibling = target.parent / f".{target.name}.staging-{uuid.uuid4().hex[:8]}"
-    shutil.copytree(staged, sibling)
+    existing = {p.name for p in target.iterdir()} if target.exists() else set()
+    if existing - JOB_OWNED:
+        raise OutputError(f"--output {target} was filled by someone else during the job")
+    if not existing:
+        sibling = target.parent / f".{target.name}.staging-{uuid.uuid4().hex[:8]}"
+        shutil.copytree(staged, sibling)
+        try:
+            if target.exists():
+                target.rmdir()
+            os.rename(sibling, target)
+        except BaseException:
+            shutil.rmtree(sibling, ignore_errors=True)
+            raise
+        return
+    inner = target / f".staging-{uuid.uuid4().hex[:8]}"
+    shutil.copytree(staged, inner)
+    entries = sorted(inner.iterdir(), key=lambda p: p.name == COMMIT_MARKER)
     try:
-        if target.exists():
-            if any(target.iterdir()):
-                raise OutputError(f"--output {target} was filled by someone else during the job")
-            target.rmdir()
-        os.rename(sibling, target)
-    except BaseException:
-        shutil.rmtree(sibling, ignore_errors=True)
-        raise
+        for entry in entries:
+            os.rename(entry, target / entry.name)
+    finally:
+        shutil.rmtree(inner, ignore_errors=True)
 
 
 def _publish_remote(staged: Path, fs: Any, path: str) -> None:

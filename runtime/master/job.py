@@ -83,6 +83,7 @@ class _State:
     preemptions: int = 0
     failed_workers: int = 0
     ps_exits: list[dict[str, Any]] = field(default_factory=list)
+    ps_relaunches: int = 0
     recoveries: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     retired: set[int] = field(default_factory=set)
@@ -161,7 +162,12 @@ class TrainingJob:
             seed=o.seed,
             shuffle=o.shuffle,
             intra_op_threads=o.intra_op_threads,
+            checkpoint_dir=o.resolved_checkpoint_dir,
+            checkpoint_steps=o.checkpoint_steps,
+            keep_checkpoint_max=o.keep_checkpoint_max,
+            checkpoint_dir_for_init=o.checkpoint_dir_for_init,
         )
+        self._check_checkpoints(config, sample)
         log.info(
             "job %s: %s (%s style) on %d record(s) in %d file(s), %d task(s)/epoch x %d epoch(s)",
             self.job_name,
@@ -187,6 +193,28 @@ class TrainingJob:
         work = Path(o.log_dir) if o.log_dir else Path(tempfile.mkdtemp(prefix=f"{self.job_name}-"))
         work.mkdir(parents=True, exist_ok=True)
         return config, tasks, sample, work
+
+    def _check_checkpoints(self, config: JobConfig, sample: list[bytes]) -> None:
+        """Fail before starting anything if --checkpoint_dir_for_init does not fit the model."""
+        if not config.checkpoint_dir_for_init:
+            return
+        from elasticdl.runtime.model_build import build_model
+        from elasticdl.runtime.ps import checkpoint
+        from elasticdl.runtime.variables import named_variables
+
+        instance = config.load_spec().instantiate()
+        build_model(instance, sample)
+        trainable, state = named_variables(instance.model)
+        shapes = {name: tuple(v.shape) for name, v in {**trainable, **state}.items()}
+        version = checkpoint.check_directory(
+            config.checkpoint_dir_for_init, shapes, config.model_def
+        )
+        log.info(
+            "job %s starts from checkpoint version %d in %s",
+            self.job_name,
+            version,
+            config.checkpoint_dir_for_init,
+        )
 
     # -- the job -------------------------------------------------------------------------------
 
@@ -378,12 +406,31 @@ class TrainingJob:
             )
             with servicer.lock:
                 finished = servicer.tasks.finished
-            if not finished:
+            if finished:
+                return
+            if not self.options.checkpoint_steps:
                 raise JobFailed(
                     f"parameter server {exit_.index} stopped ({exit_.describe()}): its "
-                    f"parameters are lost and this job has no checkpoint to restore from. "
-                    f"{last_line}".strip()
+                    f"parameters are lost and this job has no checkpoint to restore from "
+                    f"(--checkpoint_steps). {last_line}".strip()
                 )
+            if self._state.ps_relaunches >= self.options.max_ps_relaunches:
+                raise JobFailed(
+                    f"parameter server {exit_.index} stopped ({exit_.describe()}) and the "
+                    f"relaunch budget (--max_ps_relaunches={self.options.max_ps_relaunches}) "
+                    f"is spent. {last_line}".strip()
+                )
+            self._state.ps_relaunches += 1
+            manager.start_ps(exit_.index)
+            seconds = round(time.monotonic() - exit_.at, 4)
+            self._event("ps_relaunched", ps_id=exit_.index, seconds=seconds)
+            self._state.recoveries.append(
+                {
+                    "cause": f"ps{exit_.index} {exit_.reason}",
+                    "seconds": seconds,
+                    "tasks_requeued": 0,
+                }
+            )
             return
         record = self._state.workers.get(exit_.index)
         with servicer.lock:
@@ -544,6 +591,7 @@ class TrainingJob:
                 "parameter_servers": {
                     "num_ps": self.options.num_ps,
                     "exits": self._state.ps_exits,
+                    "relaunched": self._state.ps_relaunches,
                 },
                 "recoveries": self._state.recoveries,
                 "events": self._state.events,

@@ -15,6 +15,11 @@ class TrainOptions:
     model_zoo: str | None = None
     validation_data: str = ""
     evaluation_steps: int = 0
+    checkpoint_steps: int = 0
+    keep_checkpoint_max: int = 3
+    checkpoint_dir: str = ""
+    checkpoint_dir_for_init: str = ""
+    max_ps_relaunches: int = 3
     params: str = ""
     dataset_fn: str | None = None
     loss: str | None = None
@@ -41,6 +46,15 @@ class TrainOptions:
     log_dir: str = ""
     engine: str = "local"
 
+    @property
+    def resolved_checkpoint_dir(self) -> str:
+        """Where checkpoints go: --checkpoint_dir, else `<output>/checkpoints` when enabled."""
+        if self.checkpoint_dir:
+            return self.checkpoint_dir
+        if self.checkpoint_steps > 0:
+            return f"{self.output.rstrip('/')}/checkpoints"
+        return ""
+
     def validate(self) -> None:
         """Raise ValueError naming the first option out of range."""
         positive = {
@@ -58,6 +72,9 @@ class TrainOptions:
             "max_worker_relaunches": self.max_worker_relaunches,
             "max_task_retries": self.max_task_retries,
             "evaluation_steps": self.evaluation_steps,
+            "checkpoint_steps": self.checkpoint_steps,
+            "keep_checkpoint_max": self.keep_checkpoint_max,
+            "max_ps_relaunches": self.max_ps_relaunches,
             "intra_op_threads": self.intra_op_threads,
         }.items():
             if value < 0:

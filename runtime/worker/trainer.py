@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ from elasticdl.runtime.variables import named_variables
 log = logging.getLogger("elasticdl.worker")
 
 MAX_STALE_RETRIES = 20
+PS_OUTAGE_S = 180.0
 
 
 @contextlib.contextmanager
@@ -130,7 +132,13 @@ class Trainer:
             return
         result = self.ps.pull(self._versions)
         if not result.initialized:
-            raise RuntimeError("the parameter servers lost their parameters")
+            # A shard came back empty (relaunched before its first checkpoint): seed it again
+            # from this replica, the freshest copy there is. The first push wins.
+            log.warning("worker %d: a PS shard has no parameters; pushing ours", self.worker_id)
+            self.ps.push_model(dict(self._values), set(self._state_names))
+            result = self.ps.pull([-1] * len(self._versions))
+            if not result.initialized:
+                raise RuntimeError("the parameter servers lost their parameters")
         if result.values:
             for name, value in result.values.items():
                 if name in self._values:
@@ -182,6 +190,32 @@ class Trainer:
     def train_batch(
         self, features: Any, labels: Any, records: int, task_id: int, records_end: int
     ) -> BatchResult:
+        """Compute and push one minibatch's gradients, riding out a PS relaunch.
+
+        A parameter server that is down (relaunching from its checkpoint) is waited for up to
+        PS_OUTAGE_S, then the minibatch is recomputed on the restored parameters; it is not
+        this task's failure.
+        """
+        from elasticdl.runtime.ps.client import PSUnavailableError
+
+        deadline = time.monotonic() + PS_OUTAGE_S
+        while True:
+            try:
+                return self._train_batch(features, labels, records, task_id, records_end)
+            except PSUnavailableError as err:
+                if time.monotonic() > deadline:
+                    raise
+                log.warning("worker %d: %s; waiting for it to come back", self.worker_id, err)
+                try:
+                    self.ps.wait_ready(timeout_s=max(1.0, deadline - time.monotonic()))
+                except PSUnavailableError:
+                    continue
+                self._ps_versions = [0] * len(self._ps_versions)
+                self._pull(force=True)
+
+    def _train_batch(
+        self, features: Any, labels: Any, records: int, task_id: int, records_end: int
+    ) -> BatchResult:
         """Compute and push one minibatch's gradients; retry on stale rejection (sync mode)."""
         for _ in range(MAX_STALE_RETRIES):
             self._pull()
@@ -203,6 +237,15 @@ class Trainer:
                 non_trainable=state_values,
             )
             self._values.update(state_values)
+            if any(
+                remote < local
+                for remote, local in zip(result.versions, self._versions, strict=True)
+            ):
+                # A shard went back in time: it was relaunched from a checkpoint.
+                log.info("worker %d: a PS shard restarted; pulling again", self.worker_id)
+                self._ps_versions = list(result.versions)
+                self._pull(force=True)
+                continue
             self._ps_versions = [
                 max(a, b) for a, b in zip(self._ps_versions, result.versions, strict=True)
             ]

@@ -1,0 +1,384 @@
+"""Benchmark parameter-server traffic: push + pull of a 10 MB model vs a raw gRPC bytes echo.
+
+    python -P bench/ps.py [--quick] [--mb 10] [--variables 10]
+
+One PS shard runs as a real subprocess (`python -P -m elasticdl.runtime.ps.main`, job config
+of `mnist.mnist_functional_api.custom_model`: plain SGD); this process initializes it with
+`--variables` float32 variables totalling `--mb` MB (decimal) via `PSClient.push_model`.
+A round trip is `PSClient.push_gradients` (all gradients, MB up) then `PSClient.pull(-1)` (all
+values, MB down) — what a worker does per minibatch in async mode with one PS.
+
+Side by side, a raw echo server (another subprocess: a generic gRPC handler returning the
+request bytes, the PS's server options and thread pool size) gets one call per round trip
+carrying the same number of bytes up and down, on a channel with the same options as
+`PSClient`'s. Blocks of round trips alternate between the two so both see the same machine.
+
+Also printed: a breakdown of one PS round trip measured in this process with the same code
+(client request building and response decoding, protobuf serialization and parsing, and the
+servicer's handlers called directly on a second `Parameters` store), the rest being gRPC
+transport and scheduling.
+
+Prints one `RESULT <name> <value> target=<target>` line per figure at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+import grpc  # noqa: E402
+import numpy as np  # noqa: E402
+
+ECHO_METHOD = "/bench.Echo/Echo"
+MODEL_DEF = "mnist.mnist_functional_api.custom_model"
+
+
+def runtime_revision() -> str:
+    """The commit measured, and the runtime files with uncommitted changes (if any)."""
+    repo = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],  # noqa: S607
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "runtime", "proto"],  # noqa: S607
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (no git)"
+    changed = [line[3:] for line in dirty if line.strip()]
+    return head + (f" + uncommitted changes in {', '.join(changed)}" if changed else "")
+
+
+def echo_server() -> int:
+    """Serve the echo method until stdin closes; print the port first."""
+    from elasticdl.runtime.ps.servicer import MAX_WORKERS, SERVER_OPTIONS
+
+    def echo(request: bytes, context: grpc.ServicerContext) -> bytes:
+        return request
+
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=MAX_WORKERS), options=SERVER_OPTIONS
+    )
+    handler = grpc.method_handlers_generic_handler(
+        "bench.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(echo)}
+    )
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    print(port, flush=True)
+    sys.stdin.read()
+    server.stop(None)
+    return 0
+
+
+MALLOC_TUNABLES = (
+    "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824:"
+    "glibc.malloc.arena_max=1"
+)
+
+
+def tune_malloc() -> None:
+    """Keep freed large buffers in this process (glibc): mmap only above 32 MiB, never trim
+    below 1 GiB, one arena; what GLIBC_TUNABLES=MALLOC_TUNABLES does for a new process."""
+    import ctypes
+
+    libc = ctypes.CDLL("libc.so.6")
+    m_trim_threshold, m_mmap_threshold, m_arena_max = -1, -3, -8
+    for option, value in (
+        (m_mmap_threshold, 32 << 20),
+        (m_trim_threshold, 1 << 30),
+        (m_arena_max, 1),
+    ):
+        if not libc.mallopt(option, value):
+            raise RuntimeError(f"mallopt({option}, {value}) refused")
+
+
+def make_model(total_mb: float, variables: int) -> dict[str, np.ndarray]:
+    per = int(total_mb * 1e6 / 4 / variables)
+    rng = np.random.default_rng(0)
+    return {
+        f"layer_{i}/kernel": rng.standard_normal(per, dtype=np.float32) for i in range(variables)
+    }
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_stat(pid: int) -> tuple[float, int]:
+    """(CPU seconds, minor page faults) of process `pid` so far."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK, int(fields[7])
+
+
+def machine_busy_s() -> float:
+    """Busy CPU seconds of the whole machine since boot (all CPUs, from /proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / _TICK
+
+
+def wait_quiet(limit_s: float, threshold: float = 0.3) -> float:
+    """Wait (up to `limit_s`) until other processes use < `threshold` cores over 2 s; return
+    the load last seen (this machine is shared; the load is reported either way)."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        busy0, own0 = machine_busy_s(), time.process_time()
+        time.sleep(2.0)
+        load = (machine_busy_s() - busy0 - (time.process_time() - own0)) / 2.0
+        if load < threshold or time.monotonic() >= deadline:
+            return load
+
+
+def self_faults() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def timed(fn: Callable[[], Any], n: int) -> list[float]:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def breakdown(
+    model: dict[str, np.ndarray], grads: dict[str, np.ndarray], n: int
+) -> list[tuple[str, float, float]]:
+    """Median ms of each in-process step of one push + pull (no gRPC)."""
+    from elasticdl.proto import elasticdl_pb2 as pb
+    from elasticdl.runtime.job_config import JobConfig
+    from elasticdl.runtime.ps.parameters import Parameters
+    from elasticdl.runtime.ps.servicer import ParameterServerServicer
+    from elasticdl.runtime.tensor_codec import decode_all, encode
+    from elasticdl.runtime.zoo_source import resolve_zoo
+
+    config = JobConfig(
+        job_name="ps-bench", model_def=MODEL_DEF, model_zoo_root=str(resolve_zoo(None).root)
+    )
+    spec = config.load_spec()
+    parameters = Parameters(lambda: spec.instantiate().optimizer)
+    parameters.initialize(model)
+    servicer = ParameterServerServicer(parameters)
+
+    def build_push() -> Any:
+        return pb.PushGradientsRequest(
+            version=0, gradients=[encode(name, g) for name, g in grads.items()]
+        )
+
+    push = build_push()
+    push_bytes = push.SerializeToString()
+    pull = servicer.pull_dense_parameters(pb.PullDenseParametersRequest(version=-1), None)
+    pull_bytes = pull.SerializeToString()
+    parsed_pull = pb.PullDenseParametersResponse.FromString(pull_bytes)
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        ("client: build push request (encode = tobytes)", build_push),
+        ("client: serialize push request", push.SerializeToString),
+        ("server: parse push request", lambda: pb.PushGradientsRequest.FromString(push_bytes)),
+        (
+            "server: push_gradients handler (decode, check, apply)",
+            lambda: servicer.push_gradients(push, None),
+        ),
+        (
+            "server: pull handler (snapshot .numpy(), encode)",
+            lambda: servicer.pull_dense_parameters(pb.PullDenseParametersRequest(version=-1), None),
+        ),
+        ("server: serialize pull response", pull.SerializeToString),
+        (
+            "client: parse pull response",
+            lambda: pb.PullDenseParametersResponse.FromString(pull_bytes),
+        ),
+        ("client: decode values (frombuffer)", lambda: decode_all(parsed_pull.dense_parameters)),
+    ]
+    found = []
+    for name, fn in steps:
+        for _ in range(3):
+            fn()
+        faults = self_faults()
+        ms = statistics.median(timed(fn, n)) * 1e3
+        found.append((name, ms, (self_faults() - faults) / n))
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer round trips (< 1 min)")
+    ap.add_argument("--mb", type=float, default=10.0, help="model size in MB (1e6 bytes)")
+    ap.add_argument("--variables", type=int, default=10, help="number of float32 variables")
+    ap.add_argument(
+        "--tuned-malloc",
+        action="store_true",
+        help="run client, PS and echo server with glibc malloc keeping freed buffers "
+        f"(mallopt here, GLIBC_TUNABLES={MALLOC_TUNABLES} for the servers)",
+    )
+    ap.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.echo_server:
+        return echo_server()
+
+    from elasticdl.runtime.job_config import JobConfig
+    from elasticdl.runtime.master.instances import free_port
+    from elasticdl.runtime.ps.client import CHANNEL_OPTIONS, PSClient
+    from elasticdl.runtime.zoo_source import resolve_zoo
+
+    blocks, per_block = (3, 4) if args.quick else (6, 10)
+    env = dict(os.environ)
+    if args.tuned_malloc:
+        tune_malloc()
+        env["GLIBC_TUNABLES"] = MALLOC_TUNABLES
+    model = make_model(args.mb, args.variables)
+    nbytes = sum(v.nbytes for v in model.values())
+    grads = {name: np.full_like(v, 1e-6) for name, v in model.items()}
+    mb_per_round_trip = 2 * nbytes / 1e6
+    print(f"runtime: {runtime_revision()}; malloc {'tuned' if args.tuned_malloc else 'default'}")
+    print(
+        f"model: {args.variables} float32 variables, {nbytes / 1e6:.2f} MB; a round trip moves "
+        f"{mb_per_round_trip:.2f} MB; {blocks} alternating blocks of {per_block} round trips",
+        flush=True,
+    )
+
+    tmp = tempfile.TemporaryDirectory(prefix="bench-ps-")
+    config = JobConfig(
+        job_name="ps-bench", model_def=MODEL_DEF, model_zoo_root=str(resolve_zoo(None).root)
+    )
+    config_path = config.write(Path(tmp.name) / "job.json")
+    ps_port = free_port()
+    ps_log = (Path(tmp.name) / "ps.log").open("wb")
+    ps = subprocess.Popen(  # noqa: S603 - argv list, no shell
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "elasticdl.runtime.ps.main",
+            "--config",
+            str(config_path),
+            "--ps_id",
+            "0",
+            "--port",
+            str(ps_port),
+        ],
+        stdout=ps_log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    echo = subprocess.Popen(  # noqa: S603
+        [sys.executable, "-P", str(Path(__file__).resolve()), "--echo-server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        echo_port = int(echo.stdout.readline())  # type: ignore[union-attr]
+        client = PSClient([f"127.0.0.1:{ps_port}"])
+        client.wait_ready(timeout_s=120)
+        client.push_model(model)
+        channel = grpc.insecure_channel(f"127.0.0.1:{echo_port}", options=CHANNEL_OPTIONS)
+        echo_call = channel.unary_unary(ECHO_METHOD)
+        payload = b"\x01" * nbytes
+
+        def ps_round_trip() -> None:
+            client.push_gradients(grads, versions=0)
+            pulled = client.pull(-1)
+            assert len(pulled.values) == len(model)
+
+        def echo_round_trip() -> None:
+            assert len(echo_call(payload, timeout=60)) == nbytes
+
+        for _ in range(3):
+            ps_round_trip()
+            echo_round_trip()
+        load = wait_quiet(0 if args.quick else 30)
+        print(f"other processes' load before: {load:.2f} cores", flush=True)
+        ps_times: list[float] = []
+        echo_times: list[float] = []
+        wall0, busy0, own0 = time.perf_counter(), machine_busy_s(), time.process_time()
+        servers0 = proc_stat(ps.pid)[0] + proc_stat(echo.pid)[0]
+        usage = {"ps": [0.0, 0, 0], "echo": [0.0, 0, 0]}  # server CPU s, faults, client faults
+        for _ in range(blocks):
+            for kind, fn, times, pid in (
+                ("ps", ps_round_trip, ps_times, ps.pid),
+                ("echo", echo_round_trip, echo_times, echo.pid),
+            ):
+                cpu0, faults0 = proc_stat(pid)
+                mine0 = self_faults()
+                times += timed(fn, per_block)
+                cpu1, faults1 = proc_stat(pid)
+                usage[kind][0] += cpu1 - cpu0
+                usage[kind][1] += faults1 - faults0
+                usage[kind][2] += self_faults() - mine0
+        servers = proc_stat(ps.pid)[0] + proc_stat(echo.pid)[0] - servers0
+        mine = servers + time.process_time() - own0
+        others = (machine_busy_s() - busy0 - mine) / (time.perf_counter() - wall0)
+        push_times = timed(lambda: client.push_gradients(grads, versions=0), per_block)
+        pull_times = timed(lambda: client.pull(-1), per_block)
+        client.close()
+        channel.close()
+    finally:
+        ps.terminate()
+        ps.wait()
+        ps_log.close()
+        echo.stdin.close()  # type: ignore[union-attr]
+        echo.wait()
+        tmp.cleanup()
+
+    ps_s, echo_s = statistics.median(ps_times), statistics.median(echo_times)
+    steps = breakdown(model, grads, 5 if args.quick else 10)
+    n = blocks * per_block
+    for kind in ("ps", "echo"):
+        cpu, faults, mine = usage[kind]
+        print(
+            f"{kind}: server process {cpu / n * 1e3:.1f} ms CPU and {faults / n:.0f} minor page "
+            f"faults per round trip; client (this process) {mine / n:.0f} page faults"
+        )
+    print("\nOne PS round trip, in-process steps (median ms, minor page faults per call):")
+    for name, ms, faults in steps:
+        print(f"  {name:58s} {ms:8.2f} {faults:8.0f}")
+    in_process = sum(ms for _, ms, _ in steps)
+    print(f"  {'sum':58s} {in_process:8.2f}")
+    print(f"  {'measured round trip over gRPC':58s} {ps_s * 1e3:8.2f}")
+    print(f"  {'raw echo round trip (same bytes)':58s} {echo_s * 1e3:8.2f}")
+
+    results = [
+        ("ps_push_pull_MB_per_s", mb_per_round_trip / ps_s, "none"),
+        ("raw_grpc_echo_MB_per_s", mb_per_round_trip / echo_s, "none"),
+        ("ratio_ps_over_raw", echo_s / ps_s, ">=0.7"),
+        ("ps_round_trip_ms", ps_s * 1e3, "none"),
+        ("raw_echo_round_trip_ms", echo_s * 1e3, "none"),
+        ("ps_push_ms", statistics.median(push_times) * 1e3, "none"),
+        ("ps_pull_ms", statistics.median(pull_times) * 1e3, "none"),
+        ("ps_round_trip_in_process_steps_ms", in_process, "none"),
+        ("ps_server_cpu_ms_per_round_trip", usage["ps"][0] / n * 1e3, "none"),
+        ("echo_server_cpu_ms_per_round_trip", usage["echo"][0] / n * 1e3, "none"),
+        ("ps_server_page_faults_per_round_trip", usage["ps"][1] / n, "none"),
+        ("echo_server_page_faults_per_round_trip", usage["echo"][1] / n, "none"),
+        ("other_processes_cores_busy", others, "none"),
+    ]
+    print()
+    for name, value, target in results:
+        print(f"RESULT {name} {value:.4g} target={target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

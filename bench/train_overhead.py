@@ -1,0 +1,754 @@
+"""Benchmark the elastic training runtime against plain Keras `model.fit`, side by side.
+
+    python -P bench/train_overhead.py [--quick] [--dir DIR] [--threads 1] [--cases mnist,dnn]
+                                      [--repeats 2] [--quiet-wait 20]
+    python -P bench/train_overhead.py --profile dnn [--quick] [--cprofile]
+
+Two cases, each on the same model, data, batch size and number of records:
+
+  * mnist: `mnist.mnist_functional_api.custom_model` on generated `digits` records, batch 64;
+  * dnn:   `regressor.DNN` (hidden_units=[64, 32]) on generated `regression` records, batch 256.
+
+For each case, `--repeats` pairs (Keras, then elasticdl) run back to back:
+
+  * **Keras**: a fresh subprocess (so its TensorFlow thread settings are its own) reads every
+    RecordIO record into memory, builds `from_tensor_slices(records)` -> the spec's
+    `dataset_fn` (its `shuffle` made a no-op, as the worker does) -> `.batch(B).prefetch(1)`,
+    compiles the spec's model with the spec's loss and optimizer (Keras defaults otherwise) and
+    runs `fit(epochs=E)`. Figures: records / `fit()` wall time (tracing included, importing
+    TensorFlow not), and the steady rate from the end of the first minibatch to the end.
+  * **elasticdl**: `TrainingJob(options_from_kwargs(...)).run()` — exactly what
+    `elasticdl.train(...)` does — with 1 worker, 1 PS, async SGD, master in this process,
+    16 minibatches per task. Figures: the job report's `throughput.records_per_second` (from
+    process launch to the last task, so PS/worker start-up is included), and the steady rate
+    from the first progress report (the first minibatch trained) to the last one, timed in the
+    master as reports arrive; that time is split into minibatches within a task and the extra
+    time of a task switch.
+
+Both sides get the same TensorFlow intra- and inter-op thread count (`--threads`, default 1:
+the runtime's master, PS and worker share 2 cores; `intra_op_threads` for the runtime, which
+sets both). CPU time per minibatch is read from /proc for every process over the steady
+window, and so is the CPU used by other processes on the machine (this VM is shared), which
+slows either side when present. Figures are medians over the repeats.
+
+`--profile CASE` runs the worker's own loop (`elasticdl.runtime.worker.main.run`) in this
+process, with a parameter server subprocess and the master served from this process, and
+prints where the time of one minibatch goes (timers around the trainer's, the PS client's and
+the master stub's methods); `--cprofile` adds cProfile's top functions.
+
+Prints one `RESULT <name> <value> target=<target>` line per figure at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    dataset: str
+    model_def: str
+    params: str
+    batch: int
+    target: float
+    records: int
+    records_per_file: int
+    epochs: int
+    quick_records: int
+    quick_epochs: int
+
+    @property
+    def records_per_task(self) -> int:
+        """16 minibatches per task (the default 1,024 for the mnist case)."""
+        return 16 * self.batch
+
+
+CASES = {
+    "mnist": Case(
+        name="mnist",
+        dataset="digits",
+        model_def="mnist.mnist_functional_api.custom_model",
+        params="lr=0.1",
+        batch=64,
+        target=0.85,
+        records=20_480,
+        records_per_file=4_096,
+        epochs=1,
+        quick_records=4_096,
+        quick_epochs=1,
+    ),
+    "dnn": Case(
+        name="dnn",
+        dataset="regression",
+        model_def="regressor.DNN",
+        params="hidden_units=[64, 32], learning_rate=0.01",
+        batch=256,
+        target=0.5,
+        records=131_072,
+        records_per_file=16_384,
+        epochs=1,
+        quick_records=32_768,
+        quick_epochs=1,
+    ),
+}
+
+
+def runtime_revision() -> str:
+    """The commit measured, and the runtime files with uncommitted changes (if any)."""
+    repo = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],  # noqa: S607
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "runtime", "proto"],  # noqa: S607
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (no git)"
+    changed = [line[3:] for line in dirty if line.strip()]
+    return head + (f" + uncommitted changes in {', '.join(changed)}" if changed else "")
+
+
+def make_data(case: Case, root: Path, num_records: int) -> Path:
+    from elasticdl.runtime.data.generate import generate
+
+    out = root / f"data-{case.name}"
+    generate(case.dataset, out, num_records, records_per_file=case.records_per_file)
+    return out
+
+
+# --------------------------------------------------------------------------- Keras side
+
+
+def keras_fit(case: Case, data: str, threads: int, epochs: int) -> dict[str, Any]:
+    """Train with model.fit in this (fresh) process; returns the figures as a dict."""
+    t_start = time.perf_counter()
+    import tensorflow as tf
+
+    if threads > 0:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    from elasticdl.mode import Mode
+    from elasticdl.runtime.data.files import expand_data_urls
+    from elasticdl.runtime.data.metadata import DatasetMetadata
+    from elasticdl.runtime.data.recordio import RecordIOReader
+    from elasticdl.runtime.model_spec import load_model_spec
+    from elasticdl.runtime.worker.trainer import in_task_order
+
+    import_s = time.perf_counter() - t_start
+    records: list[bytes] = []
+    for url in expand_data_urls(data):
+        with RecordIOReader(url) as reader:
+            records.extend(reader)
+    instance = load_model_spec(case.model_def, None, case.params).instantiate()
+    metadata = DatasetMetadata.from_example(records[0])
+
+    class Clock(tf.keras.callbacks.Callback):
+        first_batch_end = 0.0
+        first_batch_cpu = 0.0
+        first_batch_busy = 0.0
+        end = 0.0
+        end_cpu = 0.0
+        end_busy = 0.0
+        batches = 0
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            self.batches += 1
+            if self.batches == 1:
+                self.first_batch_end = time.perf_counter()
+                self.first_batch_cpu = time.process_time()
+                self.first_batch_busy = machine_busy_s()
+
+        def on_train_end(self, logs: Any = None) -> None:
+            self.end = time.perf_counter()
+            self.end_cpu = time.process_time()
+            self.end_busy = machine_busy_s()
+
+    clock = Clock()
+    t0 = time.perf_counter()
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(records, dtype=tf.string))
+    with in_task_order():
+        dataset = instance.dataset_fn(dataset, Mode.TRAINING, metadata)
+    dataset = dataset.batch(case.batch).prefetch(1)
+    instance.model.compile(optimizer=instance.optimizer, loss=instance.loss)
+    history = instance.model.fit(dataset, epochs=epochs, verbose=0, callbacks=[clock])
+    fit_s = time.perf_counter() - t0
+    total = len(records) * epochs
+    steady_s = clock.end - clock.first_batch_end
+    return {
+        "records": total,
+        "import_s": import_s,
+        "fit_s": fit_s,
+        "records_per_s": total / fit_s,
+        "steady_records_per_s": (total - case.batch) / steady_s,
+        "steady_ms_per_batch": steady_s / max(1, clock.batches - 1) * 1e3,
+        "steady_cpu_ms_per_batch": (clock.end_cpu - clock.first_batch_cpu)
+        / max(1, clock.batches - 1)
+        * 1e3,
+        "others_cpu_ms_per_batch": (
+            (clock.end_busy - clock.first_batch_busy) - (clock.end_cpu - clock.first_batch_cpu)
+        )
+        / max(1, clock.batches - 1)
+        * 1e3,
+        "first_batch_s": clock.first_batch_end - t0,
+        "final_loss": float(history.history["loss"][-1]),
+        "jit_compile": bool(getattr(instance.model, "jit_compile", False)),
+    }
+
+
+def keras_in_subprocess(case: Case, data: Path, threads: int, epochs: int) -> dict[str, Any]:
+    argv = [
+        sys.executable,
+        "-P",
+        str(Path(__file__).resolve()),
+        "--keras-child",
+        json.dumps({"case": case.name, "data": str(data), "threads": threads, "epochs": epochs}),
+    ]
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)  # noqa: S603
+    if done.returncode != 0:
+        raise RuntimeError(f"Keras subprocess failed:\n{done.stderr[-3000:]}")
+    line = [x for x in done.stdout.splitlines() if x.startswith("KERAS ")][-1]
+    figures = json.loads(line[len("KERAS ") :])
+    figures["process_s"] = time.perf_counter() - t0
+    return figures
+
+
+# --------------------------------------------------------------------------- elasticdl side
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu() -> dict[str, float]:
+    """CPU seconds (user + system) of this process and of each child, by command line."""
+    me = os.getpid()
+    found: dict[str, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        pid, ppid = int(entry), int(fields[1])
+        if pid != me and ppid != me:
+            continue
+        cpu = (int(fields[11]) + int(fields[12])) / _TICK
+        if pid == me:
+            role = "master (bench process)"
+        else:
+            role = "child"
+            for i, arg in enumerate(cmdline):
+                if arg == b"-m" and i + 1 < len(cmdline):
+                    role = cmdline[i + 1].decode().split(".")[-2]  # worker / ps
+                if arg in (b"--worker_id", b"--ps_id") and i + 1 < len(cmdline):
+                    role += cmdline[i + 1].decode()
+        found[role] = found.get(role, 0.0) + cpu
+    found["whole machine (busy)"] = machine_busy_s()
+    return found
+
+
+def machine_busy_s() -> float:
+    """Busy CPU seconds of the whole machine since boot (all CPUs, from /proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / _TICK
+
+
+def wait_quiet(limit_s: float, threshold: float = 0.3) -> float:
+    """Wait (up to `limit_s`) until other processes use < `threshold` cores over 2 s; return
+    the load last seen (this machine is shared; the load is reported either way)."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        busy0, own0 = machine_busy_s(), time.process_time()
+        time.sleep(2.0)
+        load = (machine_busy_s() - busy0 - (time.process_time() - own0)) / 2.0
+        if load < threshold or time.monotonic() >= deadline:
+            return load
+
+
+def timed_job_class() -> type:
+    """TrainingJob that timestamps every progress report as the master receives it, and reads
+    the CPU time of its processes at the first report and when the last record is reported."""
+    from elasticdl.runtime.master.job import TrainingJob
+
+    class TimedJob(TrainingJob):  # type: ignore[misc, valid-type]
+        timeline: list[tuple[float, int, int, int]]
+        cpu_marks: list[tuple[float, dict[str, float]]]
+
+        def _prepare(self) -> Any:
+            config, tasks, sample, work = super()._prepare()
+            self.timeline = []
+            self.cpu_marks = []
+            original = tasks.report_progress
+            timeline, marks = self.timeline, self.cpu_marks
+            planned = tasks.records_planned
+
+            def report_progress(worker_id: int, task_id: int, done: int, now: float) -> bool:
+                accepted = original(worker_id, task_id, done, now)
+                records = tasks.records_trained
+                if timeline and records <= timeline[-1][1]:
+                    return accepted  # no new minibatch (e.g. the task result after its last)
+                if not timeline or (records >= planned and len(marks) < 2):
+                    marks.append((now, process_cpu()))
+                timeline.append((now, records, task_id, worker_id))
+                return accepted
+
+            tasks.report_progress = report_progress  # report_result goes through it too
+            return config, tasks, sample, work
+
+    return TimedJob
+
+
+def split_intervals(
+    timeline: list[tuple[float, int, int, int]],
+) -> tuple[list[float], list[float]]:
+    """Seconds between consecutive minibatch reports of each worker: within a task, and across
+    a task switch (the previous task's last minibatch to the next task's first)."""
+    within: list[float] = []
+    switches: list[float] = []
+    last: dict[int, tuple[float, int]] = {}
+    for t1, _, task1, worker in timeline:
+        if worker in last:
+            t0, task0 = last[worker]
+            (within if task0 == task1 else switches).append(t1 - t0)
+        last[worker] = (t1, task1)
+    return within, switches
+
+
+def elastic_train(
+    case: Case,
+    data: Path,
+    root: Path,
+    threads: int,
+    epochs: int,
+    num_workers: int = 1,
+    tag: str = "",
+) -> dict[str, Any]:
+    """Run one job on the local engine; returns report figures and the steady rate."""
+    from elasticdl.train_command import options_from_kwargs
+
+    name = f"{case.name}{tag}-{num_workers}w"
+    options = options_from_kwargs(
+        model_def=case.model_def,
+        data=str(data),
+        output=str(root / f"out-{name}"),
+        params=case.params,
+        num_workers=num_workers,
+        num_ps=1,
+        minibatch_size=case.batch,
+        num_epochs=epochs,
+        records_per_task=case.records_per_task,
+        intra_op_threads=threads,
+        use_async=True,
+        log_dir=str(root / f"log-{name}"),
+    )
+    job = timed_job_class()(options)
+    t0 = time.perf_counter()
+    result = job.run()
+    wall = time.perf_counter() - t0
+    if not result.succeeded:
+        raise RuntimeError(f"elasticdl job failed: {result.error}")
+    report = result.report
+    timeline = job.timeline
+    (t_first, r_first, *_), (t_last, r_last, *_) = timeline[0], timeline[-1]
+    steady_records = r_last - r_first
+    steady_s = t_last - t_first
+    batches = max(1, len(timeline) - 1)
+    within, switches = split_intervals(timeline)
+    cpu_ms: dict[str, float] = {}
+    if len(job.cpu_marks) == 2:
+        (_, first), (_, last) = job.cpu_marks
+        cpu_ms = {
+            role: round((last[role] - first.get(role, 0.0)) / batches * 1e3, 2) for role in last
+        }
+        mine = sum(v for k, v in cpu_ms.items() if k != "whole machine (busy)")
+        cpu_ms["others on the machine"] = round(cpu_ms["whole machine (busy)"] - mine, 2)
+    return {
+        "records": report["records"]["trained"],
+        "records_per_s": report["throughput"]["records_per_second"],
+        "training_s": report["throughput"]["training_seconds"],
+        "call_s": wall,
+        "startup_s": t_first - job._t0,
+        "steady_records_per_s": steady_records / steady_s,
+        "steady_ms_per_batch": steady_s / batches * 1e3,
+        "within_task_ms_per_batch": statistics.mean(within) * 1e3,
+        "within_task_median_ms": statistics.median(within) * 1e3,
+        "task_switch_extra_ms": (statistics.mean(switches) - statistics.median(within)) * 1e3
+        if switches
+        else 0.0,
+        "tasks_seen": len(switches) + 1,
+        "steady_cpu_ms_per_batch": cpu_ms,
+        "final_loss": report["final_loss"],
+        "model_version": report["model_version"],
+        "timeline": timeline,
+        "t0": job._t0,
+    }
+
+
+# --------------------------------------------------------------------------- profile mode
+
+
+class Phases:
+    """Wall-time accumulators around functions."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+
+    def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[name] += time.perf_counter() - t0
+                self.calls[name] += 1
+
+        return timed
+
+    def timed_iter(self, name: str, first_name: str, iterable: Any) -> Iterator[Any]:
+        """Time each `next`; the first item under `first_name` (a cold pipeline)."""
+        iterator = iter(iterable)
+        current = first_name
+        while True:
+            t0 = time.perf_counter()
+            try:
+                item = next(iterator)
+            except StopIteration:
+                self.seconds[name] += time.perf_counter() - t0
+                return
+            self.seconds[current] += time.perf_counter() - t0
+            self.calls[current] += 1
+            current = name
+            yield item
+
+
+class TimedCallable:
+    """A gRPC multi-callable whose blocking calls, and waits on its futures, are timed."""
+
+    def __init__(self, phases: Phases, name: str, callable_: Any) -> None:
+        self._phases = phases
+        self._name = name
+        self._callable = callable_
+        self._call = phases.wrap(f"{name} rpc", callable_)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    def future(self, *args: Any, **kwargs: Any) -> Any:
+        future = self._phases.wrap(f"{self._name} future (send)", self._callable.future)(
+            *args, **kwargs
+        )
+        future.result = self._phases.wrap(f"{self._name} future (wait)", future.result)
+        return future
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._callable, name)
+
+
+def profile_worker(case: Case, data: Path, root: Path, threads: int, use_cprofile: bool) -> None:
+    """The worker loop in this process, its methods timed; see the module docstring."""
+    from elasticdl.proto import elasticdl_pb2_grpc
+    from elasticdl.runtime.data.planner import count_files
+    from elasticdl.runtime.data.shards import plan_shards
+    from elasticdl.runtime.job_config import JobConfig
+    from elasticdl.runtime.master.instances import free_port
+    from elasticdl.runtime.master.servicer import MasterServicer, serve_master
+    from elasticdl.runtime.master.task_manager import TaskManager, TaskManagerConfig
+    from elasticdl.runtime.ps.client import PSClient
+    from elasticdl.runtime.worker import main as worker_main
+    from elasticdl.runtime.worker.trainer import Trainer
+    from elasticdl.runtime.zoo_source import resolve_zoo
+
+    zoo = resolve_zoo(None)
+    config = JobConfig(
+        job_name=f"profile-{case.name}",
+        model_def=case.model_def,
+        model_zoo_root=str(zoo.root),
+        params=case.params,
+        minibatch_size=case.batch,
+        records_per_task=case.records_per_task,
+        intra_op_threads=threads,
+    )
+    config_path = config.write(root / "profile-job.json")
+    shards = plan_shards(count_files(str(data)), case.records_per_task)
+    tasks = TaskManager(
+        shards, TaskManagerConfig(records_per_task=case.records_per_task, shuffle=False)
+    )
+    servicer = MasterServicer(tasks)
+    server, master_port = serve_master(servicer, "127.0.0.1", 0)
+    ps_port = free_port()
+    ps_log = (root / "profile-ps.log").open("wb")
+    ps = subprocess.Popen(  # noqa: S603
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "elasticdl.runtime.ps.main",
+            "--config",
+            str(config_path),
+            "--ps_id",
+            "0",
+            "--port",
+            str(ps_port),
+        ],
+        stdout=ps_log,
+        stderr=subprocess.STDOUT,
+    )
+    phases = Phases()
+    # Timers around the methods the worker loop calls (class attributes: the loop builds its
+    # own Trainer and PSClient).
+    batch_ends: list[float] = []
+    train_batch = phases.wrap("train_batch (total)", Trainer.train_batch)
+
+    def train_batch_noting_end(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return train_batch(*args, **kwargs)
+        finally:
+            batch_ends.append(time.perf_counter())
+
+    Trainer.train_batch = train_batch_noting_end
+    Trainer._pull = phases.wrap("  _pull: pull rpc + Variable.assign", Trainer._pull)
+    PSClient.pull = phases.wrap("    PSClient.pull (rpc + decode)", PSClient.pull)
+    PSClient.push_gradients = phases.wrap("  PSClient.push_gradients", PSClient.push_gradients)
+    Trainer.batch_size = staticmethod(phases.wrap("batch_size(labels)", Trainer.batch_size))
+    Trainer.ensure_built = phases.wrap("ensure_built", Trainer.ensure_built)
+    original_build = Trainer._build
+    original_batches = Trainer.batches
+
+    trainers: list[Any] = []
+
+    def build(self: Any, records: list[bytes]) -> None:
+        original_build(self, records)
+        trainers.append(self)
+        self._traced_step = self._step
+        self._step = phases.wrap("  compiled step (tf.function)", self._step)
+
+    def batches(self: Any, records: list[bytes], metadata: Any) -> Iterator[Any]:
+        dataset = phases.wrap("task pipeline build (dataset_fn)", original_batches)(
+            self, records, metadata
+        )
+        return phases.timed_iter(
+            "next minibatch (tf.data)", "first minibatch of a task (tf.data)", dataset
+        )
+
+    Trainer._build = build
+    Trainer.batches = batches
+    original_stub = elasticdl_pb2_grpc.MasterStub.__init__
+
+    def stub_init(self: Any, channel: Any) -> None:
+        original_stub(self, channel)
+        for method in ("get_task", "report_progress", "report_task_result"):
+            setattr(self, method, TimedCallable(phases, f"master.{method}", getattr(self, method)))
+
+    elasticdl_pb2_grpc.MasterStub.__init__ = stub_init
+    args = worker_main.parse_args(
+        [
+            "--config",
+            str(config_path),
+            "--worker_id",
+            "0",
+            "--master_addr",
+            f"127.0.0.1:{master_port}",
+            "--ps_addrs",
+            f"127.0.0.1:{ps_port}",
+        ]
+    )
+    profiler = None
+    if use_cprofile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    t0 = time.perf_counter()
+    try:
+        worker_main.run(args)
+    finally:
+        wall = time.perf_counter() - t0
+        if profiler is not None:
+            profiler.disable()
+        ps.terminate()
+        ps.wait()
+        ps_log.close()
+        server.stop(None)
+    steps = phases.calls["train_batch (total)"]
+    print(
+        f"\nworker loop: {wall:.2f} s for {tasks.records_trained} records, {steps} minibatches, "
+        f"{len(shards)} tasks (includes importing TensorFlow and building the model)"
+    )
+    steady_ms = (batch_ends[-1] - batch_ends[0]) / max(1, len(batch_ends) - 1) * 1e3
+    print(
+        f"steady: {steady_ms:.2f} ms per minibatch (first minibatch's end to the last's; "
+        f"{case.batch / steady_ms * 1e3:.0f} records/s)"
+    )
+    for trainer in trainers:
+        traced = trainer._traced_step.experimental_get_tracing_count()
+        print(f"the step function was traced {traced} time(s)")
+    print(f"{'phase':48s} {'calls':>7s} {'total s':>8s} {'ms/minibatch':>13s}")
+    for name in sorted(phases.seconds, key=lambda n: -phases.seconds[n]):
+        seconds = phases.seconds[name]
+        print(f"{name:48s} {phases.calls[name]:7d} {seconds:8.3f} {seconds / steps * 1e3:13.3f}")
+    if profiler is not None:
+        import pstats
+
+        stats = pstats.Stats(profiler)
+        stats.sort_stats("cumulative").print_stats(r"runtime/|grpc/_channel|keras/src/backend", 40)
+        stats.sort_stats("tottime").print_stats(25)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def rounded(figures: dict[str, Any]) -> dict[str, Any]:
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in figures.items()}
+
+
+def elastic_cpu_ms(cpu_ms: dict[str, float]) -> float:
+    """CPU ms per minibatch of the job's own processes (master, PS, workers)."""
+    return sum(v for k, v in cpu_ms.items() if k.startswith(("master", "ps", "worker")))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer records, 1 epoch (< 1 min)")
+    ap.add_argument("--dir", help="where to write data and outputs (default: a temp dir)")
+    ap.add_argument("--threads", type=int, default=1, help="TF intra/inter-op threads, both sides")
+    ap.add_argument("--cases", default="mnist,dnn", help="comma-separated: mnist, dnn")
+    ap.add_argument("--repeats", type=int, help="Keras/elasticdl pairs per case (2; quick 1)")
+    ap.add_argument(
+        "--quiet-wait",
+        type=float,
+        help="seconds to wait for other processes to go quiet before each run (20; quick 0)",
+    )
+    ap.add_argument("--profile", choices=sorted(CASES), help="profile the worker loop instead")
+    ap.add_argument("--cprofile", action="store_true", help="with --profile: add cProfile")
+    ap.add_argument("--keras-child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+
+    if args.keras_child:
+        spec = json.loads(args.keras_child)
+        figures = keras_fit(CASES[spec["case"]], spec["data"], spec["threads"], spec["epochs"])
+        print("KERAS " + json.dumps(figures), flush=True)
+        return 0
+
+    tmp = tempfile.TemporaryDirectory(dir=args.dir, prefix="bench-train-")
+    root = Path(tmp.name)
+    if args.profile:
+        print(f"runtime: {runtime_revision()}")
+        case = CASES[args.profile]
+        data = make_data(case, root, case.quick_records if args.quick else case.records)
+        profile_worker(case, data, root, args.threads, args.cprofile)
+        tmp.cleanup()
+        return 0
+
+    results: list[tuple[str, float, str]] = []
+
+    def result(name: str, value: float, target: str = "none") -> None:
+        results.append((name, value, target))
+        print(f"  {name} = {value:.4g}", flush=True)
+
+    print(f"runtime: {runtime_revision()}")
+    print(f"threads per TF process: {args.threads} (nproc {os.cpu_count()}); files in {root}")
+    repeats = args.repeats or (1 if args.quick else 2)
+    quiet_wait = args.quiet_wait if args.quiet_wait is not None else (0 if args.quick else 20)
+    for name in args.cases.split(","):
+        case = CASES[name]
+        records = case.quick_records if args.quick else case.records
+        epochs = case.quick_epochs if args.quick else case.epochs
+        t0 = time.perf_counter()
+        data = make_data(case, root, records)
+        print(
+            f"[{name}] {records} {case.dataset} records x {epochs} epoch(s), batch {case.batch}, "
+            f"{case.records_per_task} records/task (data written in "
+            f"{time.perf_counter() - t0:.1f} s)",
+            flush=True,
+        )
+        pairs = []
+        for repeat in range(repeats):
+            load = wait_quiet(quiet_wait)
+            keras = keras_in_subprocess(case, data, args.threads, epochs)
+            load = max(load, wait_quiet(quiet_wait))
+            edl = elastic_train(case, data, root, args.threads, epochs, tag=f"-r{repeat}")
+            print(f"  [{repeat + 1}/{repeats}] other processes' load before: {load:.2f} cores")
+            pairs.append((keras, edl))
+            shown = {k: v for k, v in edl.items() if k not in ("timeline", "t0")}
+            print(f"  [{repeat + 1}/{repeats}] keras: {rounded(keras)}", flush=True)
+            print(f"  [{repeat + 1}/{repeats}] elasticdl: {rounded(shown)}", flush=True)
+            print(
+                f"  [{repeat + 1}/{repeats}] ratio incl. start-up "
+                f"{edl['records_per_s'] / keras['records_per_s']:.3f}, steady "
+                f"{edl['steady_records_per_s'] / keras['steady_records_per_s']:.3f}",
+                flush=True,
+            )
+
+        def median(side: int, key: str, pairs: list[tuple[dict, dict]] = pairs) -> float:
+            return statistics.median(pair[side][key] for pair in pairs)
+
+        def median_ratio(key: str, pairs: list[tuple[dict, dict]] = pairs) -> float:
+            return statistics.median(e[key] / k[key] for k, e in pairs)
+
+        target = f">={case.target}"
+        result(f"{name}_keras_fit_records_per_s", median(0, "records_per_s"))
+        result(f"{name}_keras_steady_records_per_s", median(0, "steady_records_per_s"))
+        result(f"{name}_elasticdl_records_per_s", median(1, "records_per_s"))
+        result(f"{name}_elasticdl_steady_records_per_s", median(1, "steady_records_per_s"))
+        result(f"{name}_elasticdl_startup_s", median(1, "startup_s"))
+        result(f"{name}_keras_steady_ms_per_batch", median(0, "steady_ms_per_batch"))
+        result(f"{name}_elasticdl_steady_ms_per_batch", median(1, "steady_ms_per_batch"))
+        result(f"{name}_elasticdl_within_task_ms_per_batch", median(1, "within_task_ms_per_batch"))
+        result(f"{name}_elasticdl_task_switch_extra_ms", median(1, "task_switch_extra_ms"))
+        result(f"{name}_ratio_incl_startup", median_ratio("records_per_s"), target)
+        result(f"{name}_ratio_steady", median_ratio("steady_records_per_s"), target)
+        result(
+            f"{name}_cpu_ratio_steady",
+            statistics.median(
+                k["steady_cpu_ms_per_batch"] / elastic_cpu_ms(e["steady_cpu_ms_per_batch"])
+                for k, e in pairs
+            ),
+        )
+        result(
+            f"{name}_other_processes_cores_busy",
+            statistics.median(
+                e["steady_cpu_ms_per_batch"].get("others on the machine", 0.0)
+                / e["steady_ms_per_batch"]
+                for _, e in pairs
+            ),
+        )
+
+    tmp.cleanup()
+    print()
+    for name, value, target in results:
+        print(f"RESULT {name} {value:.4g} target={target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -71,7 +71,7 @@ class Trainer:
         self._ps_versions: list[int] = [0] * config.num_ps
         self._metadata: dict[str, DatasetMetadata] = {}
         self._pipelines: dict[tuple[Any, ...], Any] = {}
-        self._feed: list[bytes] = []
+        self._feed: Any = None
         self._step: Callable[..., Any] | None = None
         self._eval_metrics: Any = None
 
@@ -171,18 +171,22 @@ class Trainer:
         key = (tuple(metadata.columns.items()), metadata.label, mode)
         pipeline = self._pipelines.get(key)
         if pipeline is None:
-
-            def feed() -> Iterator[np.ndarray]:
-                yield np.array(self._feed, dtype=object)
-
-            source = tf.data.Dataset.from_generator(
-                feed, output_signature=tf.TensorSpec([None], tf.string)
-            ).unbatch()
+            if self._feed is None:
+                # A string variable read anew by each iterator: the pipeline (and dataset_fn)
+                # is traced once. Dataset.from_generator would also do, but in its process
+                # TensorFlow's oneDNN convolutions ran about twice as slow (bench/RESULTS.md).
+                self._feed = tf.Variable(
+                    tf.constant([], dtype=tf.string), shape=tf.TensorShape([None]), trainable=False
+                )
+            feed = self._feed
+            source = tf.data.Dataset.range(1).flat_map(
+                lambda _: tf.data.Dataset.from_tensor_slices(feed.read_value())
+            )
             with in_task_order():
                 dataset = self.instance.dataset_fn(source, mode, metadata)
             pipeline = dataset.batch(self.config.minibatch_size).prefetch(1)
             self._pipelines[key] = pipeline
-        self._feed = records
+        self._feed.assign(tf.constant(records, dtype=tf.string))
         return iter(pipeline)
 
     # -- one minibatch ---------------------------------------------------------------------------

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import io
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -88,9 +87,3 @@ def export_model(
 
 def write_trained_model(trained: pb.TrainedModel, staging: Path) -> None:
     (staging / "trained_model.pb").write_bytes(trained.SerializeToString())
-
-
-def model_values(instance: Any) -> dict[str, np.ndarray]:
-    """All variables of a built model by stable name (trainable and not)."""
-    trainable, non_trainable = named_variables(instance.model)
-    return {name: np.asarray(v.numpy()) for name, v in {**trainable, **non_trainable}.items()}

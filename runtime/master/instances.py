@@ -226,14 +226,6 @@ class LocalInstanceManager(InstanceManager):
         with self._lock:
             return sorted(i for (r, i) in self._running if r == role)
 
-    def pid(self, role: Role, index: int) -> int | None:
-        with self._lock:
-            process = self._running.get((role, index))
-        return None if process is None else process.popen.pid
-
-    def log_path(self, role: Role, index: int) -> Path:
-        return self.log_dir / f"{role}{index}.log"
-
     def shutdown(self, grace_s: float = 5.0) -> None:
         with self._lock:
             processes = list(self._running.values())

@@ -156,7 +156,7 @@ def keras_fit(case: Case, data: str, threads: int, epochs: int) -> dict[str, Any
     from elasticdl.runtime.data.metadata import DatasetMetadata
     from elasticdl.runtime.data.recordio import RecordIOReader
     from elasticdl.runtime.model_spec import load_model_spec
-    from elasticdl.runtime.worker.trainer import in_task_order
+    from elasticdl.runtime.worker.pipeline import in_task_order
 
     import_s = time.perf_counter() - t_start
     records: list[bytes] = []

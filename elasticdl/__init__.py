@@ -1,6 +1,6 @@
 """ElasticDL: elastic, fault-tolerant training and prediction for TensorFlow/Keras models.
 
-Public API: `Mode`, `ElasticDLSpec`, `train(...)`.
+Public API: `Mode`, `ElasticDLSpec`, `train(...)`, `predict(...)`, `evaluate(...)`.
 """
 
 import os
@@ -13,7 +13,7 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 from elasticdl.mode import Mode
 from elasticdl.spec import ElasticDLSpec
 
-__all__ = ["ElasticDLSpec", "Mode", "train"]
+__all__ = ["ElasticDLSpec", "Mode", "evaluate", "predict", "train"]
 
 
 def train(**kwargs: Any) -> Any:
@@ -28,6 +28,30 @@ def train(**kwargs: Any) -> Any:
     from elasticdl.train_command import options_from_kwargs
 
     return TrainingJob(options_from_kwargs(**kwargs)).run()
+
+
+def predict(**kwargs: Any) -> Any:
+    """Run a prediction job; arguments are the `elasticdl predict` flags.
+
+    `elasticdl.predict(data="gs://b/test/*.recordio", trained_model="gs://b/models/m1",
+    output="gs://b/predictions/")` returns an InferenceResult (`status`, `output`, `report`,
+    `error`); every input record yields exactly one output row.
+    """
+    from elasticdl.predict_command import options_from_kwargs
+    from elasticdl.runtime.master.inference_job import InferenceJob
+
+    return InferenceJob(options_from_kwargs("predict", **kwargs)).run()
+
+
+def evaluate(**kwargs: Any) -> Any:
+    """Compute a trained model's metrics on labelled data (the `elasticdl evaluate` flags).
+
+    Returns an InferenceResult whose `metrics` maps each metric name to its value.
+    """
+    from elasticdl.predict_command import options_from_kwargs
+    from elasticdl.runtime.master.inference_job import InferenceJob
+
+    return InferenceJob(options_from_kwargs("evaluate", **kwargs)).run()
 
 
 __version__ = "0.3.0.dev0"

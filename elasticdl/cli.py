@@ -82,6 +82,25 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
     add_train_arguments(train)
 
 
+def _add_inference_commands(commands: argparse._SubParsersAction) -> None:
+    from elasticdl.predict_command import add_inference_arguments
+
+    predict = commands.add_parser(
+        "predict",
+        help="predict with a trained model over RecordIO data, elastically",
+        description="Predict with a trained model: workers take record ranges, each writes "
+        "one output part per range; every input record yields exactly one output row.",
+    )
+    add_inference_arguments(predict, "predict")
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="compute a trained model's evaluation metrics on labelled data",
+        description="Evaluate a trained model: workers send additive metric state per record "
+        "range; the master merges it into the metrics over all the data.",
+    )
+    add_inference_arguments(evaluate, "evaluate")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="elasticdl",
@@ -96,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_train_command(commands)
+    _add_inference_commands(commands)
     _add_data_commands(commands)
     _add_zoo_commands(commands)
     return parser
@@ -159,6 +179,23 @@ def _run_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_inference(args: argparse.Namespace) -> int:
+    import json
+
+    from elasticdl.predict_command import options_from_namespace
+    from elasticdl.runtime.master.inference_job import InferenceJob
+
+    result = InferenceJob(options_from_namespace(args, args.command)).run()
+    if not result.succeeded:
+        print(f"elasticdl: {args.command} failed: {result.error}", file=sys.stderr)
+        return 1
+    if args.command == "evaluate":
+        print(json.dumps(result.metrics, sort_keys=True))
+    else:
+        print(f"{result.report['records']['written']} prediction row(s) written to {result.output}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `elasticdl` console script; returns the exit status."""
     # TensorFlow's C++ start-up lines would bury our one-line errors; users can override.
@@ -172,6 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "train":
             return _run_train(args)
+        if args.command in ("predict", "evaluate"):
+            return _run_inference(args)
         if args.command == "data":
             _run_data(args)
         elif args.command == "zoo":

@@ -53,6 +53,15 @@ class JobConfig:
     keep_checkpoint_max: int = 3
     checkpoint_dir_for_init: str = ""
     """Restore parameters and optimizer state from the latest valid checkpoint here."""
+    job_type: str = "train"
+    """train, predict or evaluate; predict and evaluate jobs have no parameter servers."""
+    trained_model: str = ""
+    """predict/evaluate: the model directory (URL) workers load the parameters from."""
+    prediction_dir: str = ""
+    """predict: where workers write output parts (URL); the master publishes it."""
+    output_format: str = "recordio"
+    keep_columns: tuple[str, ...] = ()
+    """predict: input columns copied into each output row."""
 
     def load_spec(self) -> Any:
         """Resolve the model spec from the zoo root (no clone: the master did it)."""
@@ -77,7 +86,10 @@ class JobConfig:
     def from_json(cls, text: str) -> JobConfig:
         data = json.loads(text)
         known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        found = {k: v for k, v in data.items() if k in known}
+        if "keep_columns" in found:
+            found["keep_columns"] = tuple(found["keep_columns"])
+        return cls(**found)
 
     def write(self, path: Path) -> Path:
         path.write_text(self.to_json())

@@ -13,21 +13,34 @@ from elasticdl.mode import Mode
 from elasticdl.runtime.data.metadata import DatasetMetadata
 
 
-def sample_batch(instance: Any, records: list[bytes], mode: Mode = Mode.TRAINING) -> Any:
-    """(features, labels) — or features in PREDICTION — for `records`, via the dataset_fn."""
+def sample_batch(
+    instance: Any,
+    records: list[bytes],
+    mode: Mode = Mode.TRAINING,
+    metadata: DatasetMetadata | None = None,
+) -> Any:
+    """(features, labels) — or features in PREDICTION — for `records`, via the dataset_fn.
+
+    `metadata` defaults to a description of the first record.
+    """
     import tensorflow as tf
 
     if not records:
         raise ValueError("cannot build the model: the data has no records")
-    metadata = DatasetMetadata.from_example(records[0])
+    metadata = metadata or DatasetMetadata.from_example(records[0])
     dataset = tf.data.Dataset.from_tensor_slices(tf.constant(records, dtype=tf.string))
     dataset = instance.dataset_fn(dataset, mode, metadata).batch(len(records))
     return next(iter(dataset))
 
 
-def build_model(instance: Any, records: list[bytes]) -> Any:
+def build_model(
+    instance: Any,
+    records: list[bytes],
+    mode: Mode = Mode.TRAINING,
+    metadata: DatasetMetadata | None = None,
+) -> Any:
     """Call the model once on a batch so all its variables exist; return the batch."""
-    batch = sample_batch(instance, records)
-    features = batch[0] if isinstance(batch, tuple) else batch
+    batch = sample_batch(instance, records, mode, metadata)
+    features = batch[0] if isinstance(batch, tuple) and mode != Mode.PREDICTION else batch
     instance.model(features, training=False)
     return batch

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the embedded default (local engine): generate real handwritten digits as
-# sharded RecordIO, then train the mnist model on them as an elastic job with 2 workers and
-# 1 parameter server, and show what the job wrote.
+# sharded RecordIO, train the mnist model on three files as an elastic job with 2 workers and
+# 1 parameter server (evaluated on the fourth), then evaluate and predict with the trained
+# model on the held-out file, and show what the jobs wrote.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -15,10 +16,18 @@ elasticdl data inspect "$out/digits"
 elasticdl train \
   --model_def mnist.mnist_functional_api.custom_model \
   --params "lr=0.05" \
-  --data "$out/digits" \
+  --data "$out/digits/digits-0000[0-2]-of-00004.recordio" \
+  --validation_data "$out/digits/digits-00003-of-00004.recordio" \
   --output "$out/mnist-model" \
   --num_workers 2 --num_ps 1 \
-  --minibatch_size 32 --num_epochs 2 --records_per_task 250 \
+  --minibatch_size 32 --num_epochs 4 --records_per_task 250 \
   --log_dir "$out/job-logs"
 ls "$out/mnist-model"
-python -P -c "import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps({k: r[k] for k in ('status','records','workers','throughput','final_loss')}, indent=1, default=str)[:1500])" "$out/mnist-model/job_report.json"
+python -P -c "import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps({k: r[k] for k in ('status','records','workers','throughput','final_loss','metrics')}, indent=1, default=str)[:1500])" "$out/mnist-model/job_report.json"
+elasticdl evaluate --data "$out/digits/digits-00003-of-00004.recordio" \
+  --trained_model "$out/mnist-model" --num_workers 2 --records_per_task 250
+elasticdl predict --data "$out/digits/digits-00003-of-00004.recordio" \
+  --trained_model "$out/mnist-model" --output "$out/predictions" --output_format csv \
+  --num_workers 2 --records_per_task 250
+ls "$out/predictions"
+head -3 "$out"/predictions/part-00000-0000000000-*.csv | cut -c1-120

@@ -113,3 +113,30 @@ def test_train_bad_input_is_one_line(regression_dir, tmp_path, extra, fragment):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0], done.stderr
     assert not (tmp_path / "model").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("predict", "--output", "OUT"), "--trained_model '/nonexistent/model' does not exist"),
+        (("evaluate",), "--trained_model '/nonexistent/model' does not exist"),
+        (("predict", "--output", "OUT", "--num_workers", "0"), "--num_workers must be >= 1"),
+    ],
+    ids=["predict", "evaluate", "workers"],
+)
+def test_predict_and_evaluate_bad_input_is_one_line(regression_dir, tmp_path, args, fragment):
+    command, *rest = args
+    rest = [str(tmp_path / "out") if a == "OUT" else a for a in rest]
+    done = run_cli(
+        command,
+        "--data",
+        str(regression_dir),
+        "--trained_model",
+        "/nonexistent/model",
+        *rest,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], done.stderr
+    assert not (tmp_path / "out").exists()

@@ -48,6 +48,41 @@ class DatasetMetadata:
             if name != self.label and name not in exclude
         }
 
+    def to_json(self) -> str:
+        """The columns and label (not the SQL schema) as JSON, for the TrainedModel."""
+        import json
+
+        columns = {name: [info.kind, info.length] for name, info in self.columns.items()}
+        return json.dumps({"columns": columns, "label": self.label}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> DatasetMetadata:
+        import json
+
+        data = json.loads(text)
+        columns = {name: FeatureInfo(kind, int(n)) for name, (kind, n) in data["columns"].items()}
+        return cls(columns=columns, label=data.get("label"))
+
+    def missing_from(self, other: DatasetMetadata) -> list[str]:
+        """Columns of `self` that `other` lacks or holds with another kind or length.
+
+        The contract for prediction data: every column the model was trained on, except the
+        label and id columns (`id`, `*_id`), with the same kind and length.
+        """
+        found = []
+        for name, info in self.feature_columns().items():
+            if name.endswith("_id"):
+                continue
+            theirs = other.columns.get(name)
+            if theirs is None:
+                found.append(f"{name!r} (absent)")
+            elif theirs != info:
+                found.append(
+                    f"{name!r} ({theirs.kind} x {theirs.length}, trained on "
+                    f"{info.kind} x {info.length})"
+                )
+        return found
+
     @classmethod
     def from_example(cls, serialized: bytes, label: str | None = "label") -> DatasetMetadata:
         """Describe the features of one serialized tf.train.Example."""

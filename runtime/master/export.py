@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from elasticdl.proto import elasticdl_pb2 as pb
+from elasticdl.runtime.data.metadata import DatasetMetadata
 from elasticdl.runtime.job_config import JobConfig
 from elasticdl.runtime.model_build import build_model
 from elasticdl.runtime.variables import assign, named_variables
@@ -79,6 +80,7 @@ def export_model(
         eval_metrics_fn=spec.sources.get("eval_metrics_fn", ""),
         elasticdl_version=__version__,
         model_zoo_commit=config.model_zoo_commit,
+        input_signature=DatasetMetadata.from_example(sample_records[0]).to_json(),
     )
     for name, value in (metrics or {}).items():
         trained.metrics[name] = float(value)

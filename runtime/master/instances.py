@@ -131,9 +131,10 @@ class LocalInstanceManager(InstanceManager):
         host: str = "127.0.0.1",
         extra_env: dict[str, str] | None = None,
     ) -> None:
-        self.config_path = config_path
+        # Processes run in `log_dir`: relative paths would resolve against it.
+        self.config_path = config_path.resolve()
         self.master_addr = master_addr
-        self.log_dir = log_dir
+        self.log_dir = log_dir.resolve()
         self.host = host
         self._env = {
             **os.environ,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent import futures
 from dataclasses import dataclass, field
 
@@ -20,7 +20,7 @@ from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime.job_config import GRPC_OPTIONS
 from elasticdl.runtime.master.evaluation import EvaluationRounds
-from elasticdl.runtime.master.task_manager import TaskManager
+from elasticdl.runtime.master.task_manager import Task, TaskManager
 from elasticdl.runtime.tensor_codec import decode_all
 
 WAIT_TASK = pb.Task(task_id=0, type=pb.WAIT)
@@ -46,8 +46,15 @@ class WorkerStats:
 class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     """Serves tasks from a TaskManager; `lock` guards both for the job loop too."""
 
-    def __init__(self, tasks: TaskManager, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        tasks: TaskManager,
+        clock: Callable[[], float] = time.monotonic,
+        task_config: Callable[[Task], Mapping[str, str]] | None = None,
+    ) -> None:
+        """`task_config(task)` gives a task's extended_config (a prediction task's part name)."""
         self.tasks = tasks
+        self._task_config = task_config
         self.lock = threading.Lock()
         self.stats = WorkerStats()
         self.evaluations = EvaluationRounds()
@@ -70,6 +77,7 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
                 model_version=task.model_version,
                 skip=task.skip,
                 shuffle_seed=task.shuffle_seed,
+                extended_config=self._task_config(task) if self._task_config else None,
             )
 
     def report_progress(

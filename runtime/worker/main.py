@@ -1,9 +1,13 @@
-"""A worker process: asks the master for tasks and trains on them until told to stop.
+"""A worker process: asks the master for tasks and runs them until told to stop.
 
-argv: --config JOB_JSON --worker_id N --master_addr HOST:PORT --ps_addrs A,B,...
+argv: --config JOB_JSON --worker_id N --master_addr HOST:PORT [--ps_addrs A,B,...]
 
-Exit status: 0 when the master has no more work, or after SIGTERM (preemption notice: the
-current minibatch is finished and reported first); 1 with a one-line reason on a fatal error.
+Training jobs train against the parameter servers (`trainer.py`); prediction and evaluation
+jobs load the trained model instead (`predictor.py`) and have no parameter servers.
+
+Exit status: 0 when the master has no more work, or after SIGTERM (preemption notice: a
+training task stops after the current minibatch, a prediction or evaluation task, which is
+redone whole if lost, is finished first); 1 with a one-line reason on a fatal error.
 An error in user code while processing a task is reported to the master as that task's
 failure (the master retries it elsewhere up to its cap) and the worker goes on.
 """
@@ -39,7 +43,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--config", required=True)
     parser.add_argument("--worker_id", type=int, required=True)
     parser.add_argument("--master_addr", required=True)
-    parser.add_argument("--ps_addrs", required=True)
+    parser.add_argument("--ps_addrs", default="", help="empty for predict/evaluate jobs")
     parser.add_argument("--log_level", default="info")
     return parser.parse_args(argv)
 
@@ -145,26 +149,52 @@ def _evaluate_task(task: Any, trainer: Any, readers: _Readers, master: Any) -> i
     return len(records)
 
 
+def _predict_task(task: Any, predictor: Any, readers: _Readers) -> int:
+    """Predict one task's records and write its part (replacing an earlier attempt's)."""
+    from elasticdl.runtime import prediction_output as out
+
+    config = predictor.config
+    records = list(readers.get(task.shard_name).read(task.start, task.end))
+    predictor.ensure_built(records)
+    metadata = predictor.metadata_for(task.shard_name, records[0])
+    outputs = predictor.predict(records, metadata)
+    columns = out.prediction_columns(outputs, len(records))
+    part = task.extended_config["part"]
+    data = out.encode_part(config.output_format, records, config.keep_columns, columns)
+    out.write_part(config.prediction_dir, part, data)
+    predictor.process_outputs(
+        outputs, {"part": part, "file": task.shard_name, "start": task.start, "end": task.end}
+    )
+    return len(records)
+
+
 def run(args: argparse.Namespace) -> int:
     import grpc
 
     from elasticdl.proto import elasticdl_pb2 as pb
     from elasticdl.proto import elasticdl_pb2_grpc
     from elasticdl.runtime.job_config import GRPC_OPTIONS, JobConfig, configure_tensorflow
-    from elasticdl.runtime.ps.client import PSClient
-    from elasticdl.runtime.worker.trainer import Trainer
 
     config = JobConfig.read(args.config)
     configure_tensorflow(config)
     channel = grpc.insecure_channel(args.master_addr, options=GRPC_OPTIONS)
     master = elasticdl_pb2_grpc.MasterStub(channel)
-    ps = PSClient(args.ps_addrs.split(","))
-    ps.wait_ready(timeout_s=120)
     worker_id = args.worker_id
-    trainer = Trainer(config, ps, worker_id)
+    ps = None
+    if config.job_type == "train":
+        from elasticdl.runtime.ps.client import PSClient
+        from elasticdl.runtime.worker.trainer import Trainer
+
+        ps = PSClient(args.ps_addrs.split(","))
+        ps.wait_ready(timeout_s=120)
+        engine: Any = Trainer(config, ps, worker_id)
+    else:
+        from elasticdl.runtime.worker.predictor import Predictor
+
+        engine = Predictor(config, worker_id)
     readers = _Readers()
     progress = _Progress(master)
-    log.info("worker %d ready (master %s)", worker_id, args.master_addr)
+    log.info("worker %d ready for %s (master %s)", worker_id, config.job_type, args.master_addr)
 
     while not _Stop.requested:
         task = master.get_task(pb.GetTaskRequest(worker_id=worker_id), timeout=60)
@@ -178,14 +208,16 @@ def run(args: argparse.Namespace) -> int:
         done = nonfinite = 0
         try:
             if task.type == pb.EVALUATION:
-                done = _evaluate_task(task, trainer, readers, master)
+                done = _evaluate_task(task, engine, readers, master)
+            elif task.type == pb.PREDICTION:
+                done = _predict_task(task, engine, readers)
             else:
-                done, nonfinite = _train_task(task, trainer, readers, progress)
+                done, nonfinite = _train_task(task, engine, readers, progress)
         except Exception as err:  # noqa: BLE001 - user code: report it as the task's failure
             error = f"{type(err).__name__}: {err}"
             log.error("worker %d: task %d failed:\n%s", worker_id, task.task_id, _short_tb())
         progress.flush()
-        if _Stop.requested:
+        if _Stop.requested and task.type == pb.TRAINING:
             log.info("worker %d: SIGTERM, stopped after the current minibatch", worker_id)
             break
         master.report_task_result(
@@ -197,7 +229,8 @@ def run(args: argparse.Namespace) -> int:
             ),
             timeout=60,
         )
-    ps.close()
+    if ps is not None:
+        ps.close()
     channel.close()
     return 0
 

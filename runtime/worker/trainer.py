@@ -7,19 +7,15 @@ this process dies), then report progress. In sync mode a push computed on a stal
 rejected; the worker pulls and recomputes the same minibatch.
 
 Records flow through the spec's `dataset_fn` in the task's visiting order (a seeded
-permutation of the shard, see `order.py`). A `shuffle` inside `dataset_fn` is neutralized
-while the pipeline is built: progress counts records from the start of that order, and a
-further shuffle would make "the first k records are done" untrue. The master shuffles tasks
-every epoch and gives each task its own permutation, so the data is still shuffled.
+permutation of the shard, see `order.py`), through pipelines traced once (`pipeline.py`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,22 +27,14 @@ from elasticdl.runtime.data.metadata import DatasetMetadata
 from elasticdl.runtime.job_config import JobConfig
 from elasticdl.runtime.model_build import build_model
 from elasticdl.runtime.variables import named_variables
+from elasticdl.runtime.worker.pipeline import TaskPipelines, evaluation_states, in_task_order
+
+__all__ = ["BatchResult", "Trainer", "in_task_order"]
 
 log = logging.getLogger("elasticdl.worker")
 
 MAX_STALE_RETRIES = 20
 PS_OUTAGE_S = 180.0
-
-
-@contextlib.contextmanager
-def in_task_order() -> Iterator[None]:
-    """Build a pipeline with `Dataset.shuffle` as a no-op (see the module docstring)."""
-    original = tf.data.Dataset.shuffle
-    tf.data.Dataset.shuffle = lambda self, *args, **kwargs: self  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        tf.data.Dataset.shuffle = original  # type: ignore[method-assign]
 
 
 @dataclass
@@ -70,8 +58,7 @@ class Trainer:
         self._versions: list[int] = [-1] * config.num_ps
         self._ps_versions: list[int] = [0] * config.num_ps
         self._metadata: dict[str, DatasetMetadata] = {}
-        self._pipelines: dict[tuple[Any, ...], Any] = {}
-        self._feed: Any = None
+        self._pipelines = TaskPipelines(self.instance.dataset_fn, config.minibatch_size)
         self._step: Callable[..., Any] | None = None
         self._eval_metrics: Any = None
 
@@ -163,31 +150,8 @@ class Trainer:
     def batches(
         self, records: list[bytes], metadata: DatasetMetadata, mode: Mode = Mode.TRAINING
     ) -> Any:
-        """Minibatches of `records` through the spec's dataset_fn, in the given order.
-
-        The pipeline is built (and `dataset_fn` traced) once per kind of data and mode; each
-        task feeds its records through a fresh iterator of it.
-        """
-        key = (tuple(metadata.columns.items()), metadata.label, mode)
-        pipeline = self._pipelines.get(key)
-        if pipeline is None:
-            if self._feed is None:
-                # A string variable read anew by each iterator: the pipeline (and dataset_fn)
-                # is traced once. Dataset.from_generator would also do, but in its process
-                # TensorFlow's oneDNN convolutions ran about twice as slow (bench/RESULTS.md).
-                self._feed = tf.Variable(
-                    tf.constant([], dtype=tf.string), shape=tf.TensorShape([None]), trainable=False
-                )
-            feed = self._feed
-            source = tf.data.Dataset.range(1).flat_map(
-                lambda _: tf.data.Dataset.from_tensor_slices(feed.read_value())
-            )
-            with in_task_order():
-                dataset = self.instance.dataset_fn(source, mode, metadata)
-            pipeline = dataset.batch(self.config.minibatch_size).prefetch(1)
-            self._pipelines[key] = pipeline
-        self._feed.assign(tf.constant(records, dtype=tf.string))
-        return iter(pipeline)
+        """Minibatches of `records` through the spec's dataset_fn, in the given order."""
+        return self._pipelines.batches(records, metadata, mode)
 
     # -- one minibatch ---------------------------------------------------------------------------
 
@@ -263,15 +227,12 @@ class Trainer:
 
     def evaluate(self, records: list[bytes], metadata: DatasetMetadata) -> dict[str, np.ndarray]:
         """Additive metric state of the latest model on `records` (see runtime/metrics.py)."""
-        from elasticdl.runtime.metrics import MetricAccumulator
-
         self._pull(force=True)
         if self._eval_metrics is None:
             self._eval_metrics = self.instance.eval_metrics()
-        accumulator = MetricAccumulator(self._eval_metrics)
-        for features, labels in self.batches(records, metadata, Mode.EVALUATION):
-            accumulator.update(labels, self._predict(features))
-        return accumulator.states()
+        return evaluation_states(
+            self._pipelines, self._predict, self._eval_metrics, records, metadata
+        )
 
     @staticmethod
     def batch_size(labels: Any) -> int:

@@ -1,0 +1,83 @@
+"""A task's records through the spec's `dataset_fn`, traced once per kind of data and mode.
+
+Each task feeds its records (in the order the task gives) through a fresh iterator of a
+pipeline built once: the records go in through a string variable that every iterator reads
+anew, so `dataset_fn` is traced once, not once per task.
+
+A `shuffle` inside `dataset_fn` is neutralized while the pipeline is built: progress counts
+records from the start of the task's order, and a further shuffle would make "the first k
+records are done" untrue (prediction needs the order kept too, to pair outputs with inputs).
+The master shuffles tasks every epoch and gives each task its own permutation, so training
+data is still shuffled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import tensorflow as tf
+
+from elasticdl.mode import Mode
+from elasticdl.runtime.data.metadata import DatasetMetadata
+
+
+@contextlib.contextmanager
+def in_task_order() -> Iterator[None]:
+    """Build a pipeline with `Dataset.shuffle` as a no-op (see the module docstring)."""
+    original = tf.data.Dataset.shuffle
+    tf.data.Dataset.shuffle = lambda self, *args, **kwargs: self  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        tf.data.Dataset.shuffle = original  # type: ignore[method-assign]
+
+
+class TaskPipelines:
+    """Minibatches of a task's records, one traced pipeline per (columns, label, mode)."""
+
+    def __init__(self, dataset_fn: Callable[[Any, Mode, Any], Any], minibatch_size: int) -> None:
+        self._dataset_fn = dataset_fn
+        self._minibatch_size = minibatch_size
+        self._pipelines: dict[tuple[Any, ...], Any] = {}
+        self._feed: Any = None
+
+    def batches(
+        self, records: list[bytes], metadata: DatasetMetadata, mode: Mode = Mode.TRAINING
+    ) -> Iterator[Any]:
+        key = (tuple(metadata.columns.items()), metadata.label, mode)
+        pipeline = self._pipelines.get(key)
+        if pipeline is None:
+            if self._feed is None:
+                # Dataset.from_generator would also do, but in its process TensorFlow's oneDNN
+                # convolutions ran about twice as slow (bench/RESULTS.md).
+                self._feed = tf.Variable(
+                    tf.constant([], dtype=tf.string), shape=tf.TensorShape([None]), trainable=False
+                )
+            feed = self._feed
+            source = tf.data.Dataset.range(1).flat_map(
+                lambda _: tf.data.Dataset.from_tensor_slices(feed.read_value())
+            )
+            with in_task_order():
+                dataset = self._dataset_fn(source, mode, metadata)
+            pipeline = dataset.batch(self._minibatch_size).prefetch(1)
+            self._pipelines[key] = pipeline
+        self._feed.assign(tf.constant(records, dtype=tf.string))
+        return iter(pipeline)
+
+
+def evaluation_states(
+    pipelines: TaskPipelines,
+    predict: Callable[[Any], Any],
+    eval_metrics: Any,
+    records: list[bytes],
+    metadata: DatasetMetadata,
+) -> dict[str, Any]:
+    """Additive metric state of `predict` on `records` (see runtime/metrics.py)."""
+    from elasticdl.runtime.metrics import MetricAccumulator
+
+    accumulator = MetricAccumulator(eval_metrics)
+    for features, labels in pipelines.batches(records, metadata, Mode.EVALUATION):
+        accumulator.update(labels, predict(features))
+    return accumulator.states()

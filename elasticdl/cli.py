@@ -52,6 +52,17 @@ def _add_data_commands(commands: argparse._SubParsersAction) -> None:
         help="chunk compression (default snappy, as pyrecordio)",
     )
 
+    from elasticdl.steps.sql_to_recordio import add_arguments as add_convert_arguments
+
+    convert = sub.add_parser(
+        "convert",
+        help="stream a SQL query's rows into RecordIO files plus schema.json",
+        description="Convert the rows of a SELECT into sharded RecordIO of tf.train.Example "
+        "(integers -> int64, reals -> float, text -> bytes) with schema.json: columns, "
+        "statistics, label, row count, the SQL and the database URL without its password.",
+    )
+    add_convert_arguments(convert)
+
     plan = sub.add_parser("plan", help="print the (file, start, end) tasks of a data set")
     plan.add_argument("location", metavar="PATH_OR_GLOB")
     plan.add_argument("--records_per_task", type=_positive_int, default=1024)
@@ -128,6 +139,11 @@ def _run_data(args: argparse.Namespace) -> None:
         inspect_data(args.location, sys.stdout, as_json=args.json)
     elif args.data_command == "plan":
         plan_data(args.location, args.records_per_task, sys.stdout)
+    elif args.data_command == "convert":
+        from elasticdl.steps.sql_to_recordio import run_from_args
+
+        result = run_from_args(args)
+        print(f"{result.rows} row(s) in {len(result.files)} file(s) at {result.output}")
     elif args.data_command == "gen":
         from elasticdl.runtime.data.generate import generate
         from elasticdl.runtime.data.recordio import Compressor

@@ -140,3 +140,27 @@ def test_predict_and_evaluate_bad_input_is_one_line(regression_dir, tmp_path, ar
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0], done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_data_convert_from_sqlite(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "t.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE t (x REAL, y INTEGER)")
+        conn.executemany("INSERT INTO t VALUES (?, ?)", [(i / 2, i) for i in range(50)])
+    out = tmp_path / "converted"
+    args = ["data", "convert", "--db", f"sqlite:///{db}", "--sql", "SELECT x, y FROM t"]
+    done = run_cli(*args, "--output", str(out), "--label", "y", "--records_per_file", "20")
+    assert "50 row(s) in 3 file(s)" in done.stdout
+    assert json.loads((out / "schema.json").read_text())["label"] == "y"
+    done = run_cli(*args, "--output", str(out), check=False)
+    assert done.returncode == 2 and "already exists and is not empty" in done.stderr
+    step = subprocess.run(
+        [sys.executable, "-P", "-m", "elasticdl.steps.sql_to_recordio", *args[2:]]
+        + ["--output", str(tmp_path / "again"), "--on_null", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert step.returncode == 2 and "expected error, skip or fill:VALUE" in step.stderr

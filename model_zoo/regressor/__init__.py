@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import tensorflow as tf
-from zoo_common.tabular import TableDNN, parse_table_dataset
+from zoo_common.tabular import TableDNN, column_stats, parse_table_dataset
 
 from elasticdl import Mode
 from elasticdl.runtime.data.metadata import DatasetMetadata
@@ -54,6 +54,7 @@ class DNN(TableDNN):
             name=name,
         )
         self.learning_rate = float(learning_rate)
+        self._label_scale: tuple[float, float] | None = None
 
     def get_config(self) -> dict[str, Any]:
         """Constructor arguments, so Keras can re-create the model."""
@@ -62,7 +63,15 @@ class DNN(TableDNN):
     def default_input(
         self, dataset: tf.data.Dataset, mode: Mode, metadata: DatasetMetadata | None = None
     ) -> tf.data.Dataset:
-        """Parse the table's records into (features, float label [1])."""
+        """Parse the table's records into (features, float label [1]).
+
+        With a SQL source's statistics the model learns the standardized label and its output
+        is mapped back to the label's units, so training is well conditioned for any scale of
+        label while predictions stay in the table's units.
+        """
+        stats = column_stats(metadata, metadata.label) if metadata and metadata.label else {}
+        if float(stats.get("std") or 0.0) > 0:
+            self._label_scale = (float(stats["mean"]), float(stats["std"]))
         return parse_table_dataset(
             dataset,
             mode,
@@ -72,8 +81,20 @@ class DNN(TableDNN):
             model_name="regressor.DNN",
         )
 
+    def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
+        """[batch, 1] predictions in the label's units."""
+        outputs = super().call(inputs, training=training)
+        if self._label_scale is not None:
+            mean, std = self._label_scale
+            outputs = outputs * std + mean
+        return outputs
+
     def default_loss(self, labels: tf.Tensor, predictions: tf.Tensor) -> tf.Tensor:
-        """Mean squared error."""
+        """Mean squared error, in standardized label units when the label's scale is known."""
+        if self._label_scale is not None:
+            mean, std = self._label_scale
+            labels = (tf.cast(labels, tf.float32) - mean) / std
+            predictions = (predictions - mean) / std
         return tf.reduce_mean(squared_error(labels, predictions))
 
     def default_optimizer(self) -> tf.keras.optimizers.Optimizer:

@@ -11,8 +11,8 @@ A parsed record becomes two model inputs:
   is hashed with the value, so equal strings in different columns get different buckets; all
   columns share one embedding table in the model.
 
-Numeric features go into the model unscaled. `transform_numeric` is the one place to plug in
-per-column normalization (e.g. from the `schema.json` of a SQL source, `metadata.schema`).
+Numeric features are standardized with the column statistics of the SQL source's
+`schema.json` (`metadata.schema`) when there is one (`transform_numeric`), unscaled otherwise.
 """
 
 from __future__ import annotations
@@ -41,14 +41,25 @@ def resolve_metadata(dataset: tf.data.Dataset, metadata: DatasetMetadata | None)
     raise ValueError("cannot infer the table's columns: the dataset is empty and no metadata given")
 
 
+def column_stats(metadata: DatasetMetadata | None, name: str) -> dict[str, Any]:
+    """Statistics of column `name` from the SQL source's `schema.json` ({} when unknown)."""
+    schema = (metadata.schema if metadata is not None else None) or {}
+    for column in schema.get("columns", []):
+        if column.get("name") == name:
+            return dict(column.get("stats") or {})
+    return {}
+
+
 def transform_numeric(
     name: str, values: tf.Tensor, info: FeatureInfo, metadata: DatasetMetadata
 ) -> tf.Tensor:
-    """Per-column transform of numeric `values` (float32); the identity for now.
-
-    The hook for normalization from `metadata.schema` (the SQL source's `schema.json`).
-    """
-    del name, info, metadata
+    """Standardize numeric `values` (float32) with the column's mean and std from
+    `schema.json` when the data came from SQL; the identity otherwise."""
+    del info
+    stats = column_stats(metadata, name)
+    std = float(stats.get("std") or 0.0)
+    if std > 0:
+        return (values - float(stats["mean"])) / std
     return values
 
 

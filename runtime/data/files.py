@@ -21,9 +21,10 @@ def expand_data_urls(
 ) -> list[str]:
     """Expand comma-separated URLs, globs and directories into a sorted list of file URLs.
 
-    A directory stands for the files directly in it (names starting with `.` or `_` are
-    skipped: staging and metadata files). The protocol of each input is kept on its outputs,
-    so `gs://b/*.recordio` yields `gs://b/...` URLs.
+    A directory stands for the files directly in it, less staging and metadata files: names
+    starting with `.` or `_`, and `.json` files (a converted table's `schema.json`). The
+    protocol of each input is kept on its outputs, so `gs://b/*.recordio` yields `gs://b/...`
+    URLs.
     """
     if isinstance(locations, str):
         locations = [part for part in locations.split(",")]
@@ -40,7 +41,7 @@ def expand_data_urls(
                 entry["name"]
                 for entry in fs.ls(path, detail=True)
                 if entry["type"] == "file"
-                and not entry["name"].rstrip("/").rsplit("/", 1)[-1].startswith((".", "_"))
+                and _is_data_name(entry["name"].rstrip("/").rsplit("/", 1)[-1])
             ]
         elif fs.exists(path):
             paths = [path]
@@ -55,6 +56,10 @@ def expand_data_urls(
     if not found:
         raise DataNotFoundError("no data location given; pass --data URL_OR_GLOB")
     return found
+
+
+def _is_data_name(name: str) -> bool:
+    return not name.startswith((".", "_")) and not name.endswith(".json")
 
 
 def _unstrip(fs: fsspec.AbstractFileSystem, path: str) -> str:

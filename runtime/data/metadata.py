@@ -8,10 +8,13 @@ tf.train.Example records without user code.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 FeatureKind = Literal["float", "int64", "bytes"]
+
+SCHEMA_FILE = "schema.json"
 
 
 @dataclass(frozen=True)
@@ -49,11 +52,15 @@ class DatasetMetadata:
         }
 
     def to_json(self) -> str:
-        """The columns and label (not the SQL schema) as JSON, for the TrainedModel."""
+        """Columns, label and SQL schema as JSON, for the TrainedModel: a prediction job must
+        parse and normalize its data exactly as training did."""
         import json
 
         columns = {name: [info.kind, info.length] for name, info in self.columns.items()}
-        return json.dumps({"columns": columns, "label": self.label}, sort_keys=True)
+        data: dict[str, Any] = {"columns": columns, "label": self.label}
+        if self.schema is not None:
+            data["schema"] = self.schema
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> DatasetMetadata:
@@ -61,7 +68,16 @@ class DatasetMetadata:
 
         data = json.loads(text)
         columns = {name: FeatureInfo(kind, int(n)) for name, (kind, n) in data["columns"].items()}
-        return cls(columns=columns, label=data.get("label"))
+        return cls(columns=columns, label=data.get("label"), schema=data.get("schema"))
+
+    @classmethod
+    def for_file(cls, url: str, first_record: bytes) -> DatasetMetadata:
+        """Metadata of a RecordIO file: its first record, plus the `schema.json` beside it
+        (written by SQL conversion) which names the label and holds column statistics."""
+        schema = schema_beside(url)
+        label = (schema or {}).get("label") or "label"
+        found = cls.from_example(first_record, label=label)
+        return cls(columns=found.columns, label=found.label, schema=schema)
 
     def missing_from(self, other: DatasetMetadata) -> list[str]:
         """Columns of `self` that `other` lacks or holds with another kind or length.
@@ -100,3 +116,26 @@ class DatasetMetadata:
             elif which == "bytes_list":
                 columns[name] = FeatureInfo("bytes", len(feature.bytes_list.value))
         return cls(columns=columns, label=label if label in columns else None)
+
+
+@functools.lru_cache(maxsize=64)
+def _schema_in(directory: str) -> dict[str, Any] | None:
+    import json
+
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(directory)
+    try:
+        raw = fs.cat_file(f"{path.rstrip('/')}/{SCHEMA_FILE}")
+    except FileNotFoundError:
+        return None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{directory}/{SCHEMA_FILE} is not valid JSON: {err}") from None
+
+
+def schema_beside(url: str) -> dict[str, Any] | None:
+    """The parsed `schema.json` in the directory of data file `url`, or None."""
+    directory = url.rsplit("/", 1)[0] if "/" in url else "."
+    return _schema_in(directory)

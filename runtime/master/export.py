@@ -52,7 +52,8 @@ def export_model(
 
     spec = config.load_spec()
     instance = spec.instantiate()
-    build_model(instance, sample_records)
+    metadata = _training_metadata(data_url, sample_records[0])
+    build_model(instance, sample_records, metadata=metadata)
     trainable, non_trainable = named_variables(instance.model)
     known = {**trainable, **non_trainable}
     missing = sorted(set(known) - set(values))
@@ -80,11 +81,18 @@ def export_model(
         eval_metrics_fn=spec.sources.get("eval_metrics_fn", ""),
         elasticdl_version=__version__,
         model_zoo_commit=config.model_zoo_commit,
-        input_signature=DatasetMetadata.from_example(sample_records[0]).to_json(),
+        input_signature=metadata.to_json(),
     )
     for name, value in (metrics or {}).items():
         trained.metrics[name] = float(value)
     return trained
+
+
+def _training_metadata(data_url: str, first_record: bytes) -> DatasetMetadata:
+    """Columns of the training data, with the SQL schema when the data came from SQL."""
+    from elasticdl.runtime.data.files import expand_data_urls
+
+    return DatasetMetadata.for_file(expand_data_urls(data_url)[0], first_record)
 
 
 def write_trained_model(trained: pb.TrainedModel, staging: Path) -> None:

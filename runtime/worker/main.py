@@ -92,8 +92,8 @@ def _train_task(task: Any, trainer: Any, readers: _Readers, progress: _Progress)
 
     shard = list(readers.get(task.shard_name).read(task.start, task.end))
     records = [shard[i] for i in visiting_order(len(shard), task.shuffle_seed)][task.skip :]
-    trainer.ensure_built(records)
     metadata = trainer.metadata_for(task.shard_name, records[0])
+    trainer.ensure_built(records, metadata)
     done = seen = nonfinite = 0
     for features, labels in trainer.batches(records, metadata):
         size = trainer.batch_size(labels)
@@ -134,8 +134,8 @@ def _evaluate_task(task: Any, trainer: Any, readers: _Readers, master: Any) -> i
     from elasticdl.runtime.tensor_codec import encode
 
     records = list(readers.get(task.shard_name).read(task.start, task.end))[task.skip :]
-    trainer.ensure_built(records)
     metadata = trainer.metadata_for(task.shard_name, records[0])
+    trainer.ensure_built(records, metadata)
     states = trainer.evaluate(records, metadata)
     master.report_evaluation_metrics(
         pb.ReportEvaluationMetricsRequest(
@@ -155,8 +155,8 @@ def _predict_task(task: Any, predictor: Any, readers: _Readers) -> int:
 
     config = predictor.config
     records = list(readers.get(task.shard_name).read(task.start, task.end))
-    predictor.ensure_built(records)
     metadata = predictor.metadata_for(task.shard_name, records[0])
+    predictor.ensure_built(records, metadata)
     outputs = predictor.predict(records, metadata)
     columns = out.prediction_columns(outputs, len(records))
     part = task.extended_config["part"]

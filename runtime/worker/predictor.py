@@ -50,10 +50,9 @@ class Predictor:
 
         self._predict = predict
 
-    def ensure_built(self, records: list[bytes]) -> None:
+    def ensure_built(self, records: list[bytes], metadata: DatasetMetadata) -> None:
         if self._built:
             return
-        metadata = self.metadata_for("", records[0])
         build_model(self.instance, records[:4], self.mode, metadata)
         load_parameters(self.model, self._files.params, self.config.trained_model)
         self._built = True
@@ -61,7 +60,7 @@ class Predictor:
     def metadata_for(self, file: str, first_record: bytes) -> DatasetMetadata:
         """What `dataset_fn` is told about `file`: the training columns when they are known."""
         if file not in self._metadata:
-            found = DatasetMetadata.from_example(first_record)
+            found = DatasetMetadata.for_file(file, first_record)
             trained = self._trained_metadata
             if trained is not None:
                 missing = trained.missing_from(found)

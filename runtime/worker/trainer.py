@@ -64,8 +64,8 @@ class Trainer:
 
     # -- model and parameters --------------------------------------------------------------------
 
-    def _build(self, records: list[bytes]) -> None:
-        build_model(self.instance, records[: min(len(records), 4)])
+    def _build(self, records: list[bytes], metadata: DatasetMetadata | None) -> None:
+        build_model(self.instance, records[: min(len(records), 4)], metadata=metadata)
         self.trainable, self.non_trainable = named_variables(self.model)
         self._trainable_names = list(self.trainable)
         self._state_names = list(self.non_trainable)
@@ -144,7 +144,7 @@ class Trainer:
 
     def metadata_for(self, file: str, first_record: bytes) -> DatasetMetadata:
         if file not in self._metadata:
-            self._metadata[file] = DatasetMetadata.from_example(first_record)
+            self._metadata[file] = DatasetMetadata.for_file(file, first_record)
         return self._metadata[file]
 
     def batches(
@@ -240,6 +240,6 @@ class Trainer:
         size = first.shape[0]
         return int(size) if size is not None else int(tf.shape(first)[0])
 
-    def ensure_built(self, records: list[bytes]) -> None:
+    def ensure_built(self, records: list[bytes], metadata: DatasetMetadata | None = None) -> None:
         if not self._built:
-            self._build(records)
+            self._build(records, metadata)

@@ -1,0 +1,507 @@
+"""Streaming the result of a SELECT into sharded RecordIO plus `schema.json`, all or nothing.
+
+    convert("sqlite:///hr.db", "SELECT name, role, salary FROM employee", "gs://b/employee",
+            label="salary")
+
+Rows stream through a server-side cursor (SQLAlchemy `stream_results`), `batch_rows` at a time,
+so memory stays flat whatever the table's size. Each row becomes one tf.train.Example: integer
+and boolean columns -> int64, real and decimal columns -> float, text and binary -> bytes.
+Other types (dates, JSON, ...) are refused with the column named: cast them in the SELECT.
+A column's kind is taken from its first non-NULL values; a later value of another kind is an
+error (SQLite types values, not columns), except integers in a real column.
+
+NULLs follow `on_null`: `error` (the default: name the column and row), `skip` (drop the row,
+counted in the schema) or `fill:VALUE`.
+
+Files are written to a local staging directory and published at the end: renamed into place
+on a local disk; elsewhere uploaded with `schema.json` last, the marker that the data is
+complete. `schema.json` records the columns with their kinds and statistics, the label, the
+row count, the SQL text and the database URL without its password.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import numpy as np
+
+from elasticdl.runtime.sql.column_stats import NumericStats, TextStats
+from elasticdl.runtime.sql.example_encoder import ExampleEncoder, Kind
+
+log = logging.getLogger("elasticdl.sql")
+
+SCHEMA_FILE = "schema.json"
+SCHEMA_VERSION = 1
+_TYPE_SAMPLE_BATCHES = 20
+
+
+class ConversionError(ValueError):
+    """The conversion cannot run or went wrong; the message names the cause and the fix."""
+
+
+@dataclass(frozen=True)
+class NullPolicy:
+    action: str
+    fill: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> NullPolicy:
+        if text in ("error", "skip"):
+            return cls(text)
+        if text.startswith("fill:"):
+            return cls("fill", text[5:])
+        raise ConversionError(
+            f"--on_null {text!r}: expected error, skip or fill:VALUE (e.g. fill:0)"
+        )
+
+
+@dataclass
+class ConversionResult:
+    output: str
+    rows: int
+    files: list[str]
+    schema: dict[str, Any]
+
+
+def redact_url(url: str) -> str:
+    """The database URL without its password (safe to print, log and store)."""
+    from sqlalchemy.engine import URL, make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:  # noqa: BLE001 - an unparsable URL: keep only its scheme
+        return url.split(":", 1)[0] + "://..."
+    bare = URL.create(
+        parsed.drivername,
+        username=parsed.username,
+        host=parsed.host,
+        port=parsed.port,
+        database=parsed.database,
+        query=parsed.query,
+    )
+    return bare.render_as_string(hide_password=False)
+
+
+def _password(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).password or ""
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def _scrub(text: str, url: str) -> str:
+    secret = _password(url)
+    return text.replace(secret, "***") if secret else text
+
+
+def _kind_of(value: Any, column: str) -> Kind:
+    if isinstance(value, bool | int | np.integer):
+        return "int64"
+    if isinstance(value, float | decimal.Decimal | np.floating):
+        return "float"
+    if isinstance(value, str | bytes | bytearray | memoryview):
+        return "bytes"
+    cast = "TEXT" if isinstance(value, dt.date | dt.time | dt.datetime) else "a number or text"
+    raise ConversionError(
+        f"column {column!r} holds {type(value).__name__} values, which have no tf.train.Example "
+        f"feature; cast it in the SELECT, e.g. CAST({column} AS {cast.split()[0]})"
+    )
+
+
+def _check_select(sql: str) -> None:
+    words = [line.split("--", 1)[0] for line in sql.strip().splitlines()]
+    first = " ".join(words).strip().split(None, 1)
+    if not first or first[0].upper().rstrip("(") not in ("SELECT", "WITH", "VALUES"):
+        raise ConversionError(
+            f"--sql must be a SELECT (or WITH ... SELECT) query, got {sql.strip()[:60]!r}"
+        )
+
+
+def _check_output(output: str, storage_options: dict[str, Any] | None) -> None:
+    fs, path = fsspec.core.url_to_fs(output, **(storage_options or {}))
+    if fs.exists(path) and (not fs.isdir(path) or fs.ls(path)):
+        raise ConversionError(
+            f"--output {output!r} already exists and is not empty; choose a new location "
+            "(converted data is never overwritten)"
+        )
+
+
+class _Progress:
+    def __init__(self, interval_s: float = 2.0) -> None:
+        self._tty = sys.stderr.isatty()
+        self._interval = 0.2 if self._tty else interval_s
+        self._start = self._last = time.monotonic()
+
+    def update(self, rows: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last < self._interval:
+            return
+        self._last = now
+        rate = rows / max(now - self._start, 1e-9)
+        text = f"converted {rows:,} rows ({rate:,.0f} rows/s)"
+        if self._tty:
+            sys.stderr.write(f"\r{text}\x1b[K" + ("\n" if force else ""))
+            sys.stderr.flush()
+        else:
+            log.info("%s", text)
+
+
+class _Shards:
+    """RecordIO files of at most `per_file` records each in a local directory."""
+
+    def __init__(self, directory: Path, per_file: int) -> None:
+        from elasticdl.runtime.data.recordio import RecordIOWriter
+
+        self._writer_type = RecordIOWriter
+        self._dir = directory
+        self._per_file = per_file
+        self._writer: Any = None
+        self.files: list[str] = []
+
+    def write(self, record: bytes) -> None:
+        if self._writer is None or self._writer.num_records >= self._per_file:
+            self.close()
+            name = f"data-{len(self.files):05d}.recordio"
+            self.files.append(name)
+            self._writer = self._writer_type(str(self._dir / name))
+        self._writer.write(record)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+class _Columns:
+    """Kinds, NULL handling and statistics of the result's columns."""
+
+    def __init__(self, names: Sequence[str], kinds: Sequence[Kind], nulls: NullPolicy) -> None:
+        self.names = list(names)
+        self.kinds = list(kinds)
+        self.nulls = nulls
+        self.null_counts = [0] * len(names)
+        self.skipped_rows = 0
+        self.stats: list[Any] = [TextStats() if k == "bytes" else NumericStats() for k in kinds]
+        self.fill = [self._fill_value(i) for i in range(len(names))] if nulls.fill else []
+
+    def _fill_value(self, i: int) -> Any:
+        text, kind, name = self.nulls.fill, self.kinds[i], self.names[i]
+        if kind == "bytes":
+            return text
+        try:
+            return int(text) if kind == "int64" else float(text)
+        except ValueError:
+            raise ConversionError(
+                f"--on_null fill:{text}: {text!r} is not a number, but column {name!r} is "
+                f"{kind}; give a numeric fill value"
+            ) from None
+
+    def clean(self, rows: list[Sequence[Any]], first_row: int) -> list[list[Any]]:
+        """Rows with NULLs handled and values normalized to their column's kind."""
+        out = []
+        for offset, row in enumerate(rows):
+            values = list(row)
+            if None in values:
+                for i, value in enumerate(values):
+                    if value is None:
+                        self.null_counts[i] += 1
+                if self.nulls.action == "skip":
+                    self.skipped_rows += 1
+                    continue
+                if self.nulls.action == "error":
+                    column = self.names[values.index(None)]
+                    raise ConversionError(
+                        f"column {column!r} is NULL in row {first_row + offset + 1}; filter it "
+                        "in the SELECT or pass --on_null skip or --on_null fill:VALUE"
+                    )
+                values = [self.fill[i] if v is None else v for i, v in enumerate(values)]
+            out.append(values)
+        for i, kind in enumerate(self.kinds):
+            column = [values[i] for values in out]
+            self._normalize(i, kind, column, out, first_row)
+        return out
+
+    def _normalize(
+        self, i: int, kind: Kind, column: list[Any], rows: list[list[Any]], first_row: int
+    ) -> None:
+        if kind == "float":
+            try:
+                array = np.asarray(column, dtype=np.float64)
+            except (TypeError, ValueError):
+                bad = next(v for v in column if not isinstance(v, int | float | decimal.Decimal))
+                raise self._mismatch(i, bad, first_row) from None
+            for values, value in zip(rows, array.tolist(), strict=True):
+                values[i] = value
+            self.stats[i].update(array)
+        elif kind == "int64":
+            for value in column:
+                if not isinstance(value, int | np.integer):
+                    raise self._mismatch(i, value, first_row)
+            self.stats[i].update(np.asarray(column, dtype=np.float64))
+        else:
+            for value in column:
+                if not isinstance(value, str | bytes | bytearray | memoryview):
+                    raise self._mismatch(i, value, first_row)
+            self.stats[i].update([v if isinstance(v, str | bytes) else bytes(v) for v in column])
+
+    def _mismatch(self, i: int, value: Any, first_row: int) -> ConversionError:
+        return ConversionError(
+            f"column {self.names[i]!r} was {self.kinds[i]} in earlier rows but holds "
+            f"{type(value).__name__} {str(value)[:40]!r} near row {first_row + 1}; cast it in "
+            f"the SELECT so every row has one type"
+        )
+
+
+def _sample_kinds(
+    names: Sequence[str], batches: Iterator[list[Sequence[Any]]]
+) -> tuple[list[Kind | None], list[list[Sequence[Any]]]]:
+    """Kinds from the first non-NULL value of each column, and the batches read to find them."""
+    kinds: list[Kind | None] = [None] * len(names)
+    buffered: list[list[Sequence[Any]]] = []
+    for batch in batches:
+        buffered.append(batch)
+        for row in batch:
+            for i, value in enumerate(row):
+                if kinds[i] is None and value is not None:
+                    kinds[i] = _kind_of(value, names[i])
+            if all(k is not None for k in kinds):
+                return kinds, buffered
+        if len(buffered) >= _TYPE_SAMPLE_BATCHES:
+            break
+    return kinds, buffered
+
+
+def _connect(db: str) -> Any:
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        return create_engine(db)
+    except ArgumentError as err:
+        raise ConversionError(
+            f"--db {redact_url(db)!r} is not a database URL (e.g. sqlite:///file.db, "
+            f"postgresql+psycopg://user@host/db): {_scrub(str(err), db)}"
+        ) from None
+    except (NoSuchModuleError, ImportError) as err:
+        raise ConversionError(
+            f"--db {redact_url(db)!r}: no driver for it is installed ({_scrub(str(err), db)})"
+        ) from None
+
+
+def _stream(db: str, sql: str, batch_rows: int) -> tuple[list[str], Iterator[list[Any]], Any]:
+    from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+    engine = _connect(db)
+    try:
+        conn = engine.connect()
+    except DBAPIError as err:
+        engine.dispose()
+        reason = _scrub(str(err.orig).strip().splitlines()[0] if err.orig else str(err), db)
+        raise ConversionError(f"cannot connect to {redact_url(db)}: {reason}") from None
+    try:
+        _read_only(conn)
+        result = conn.execution_options(stream_results=True, max_row_buffer=batch_rows)
+        result = result.exec_driver_sql(sql)
+        names = list(result.keys())
+    except SQLAlchemyError as err:
+        conn.close()
+        engine.dispose()
+        orig = getattr(err, "orig", None)
+        reason = str(orig).strip() if orig is not None else str(err).splitlines()[0]
+        raise ConversionError(
+            f"the query failed on {redact_url(db)}: {_scrub(reason, db)}"
+        ) from None
+
+    def batches() -> Iterator[list[Any]]:
+        while True:
+            rows = result.fetchmany(batch_rows)
+            if not rows:
+                return
+            yield rows
+
+    def close() -> None:
+        result.close()
+        conn.close()
+        engine.dispose()
+
+    return names, batches(), close
+
+
+def _read_only(conn: Any) -> None:
+    """Run the user's SELECT in a read-only transaction where the database supports one."""
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+    elif dialect in ("mysql", "mariadb"):
+        conn.exec_driver_sql("SET SESSION TRANSACTION READ ONLY")
+    elif dialect == "sqlite":
+        conn.exec_driver_sql("PRAGMA query_only = ON")
+
+
+def convert(
+    db: str,
+    sql: str,
+    output: str,
+    *,
+    records_per_file: int = 100_000,
+    label: str | None = None,
+    on_null: str = "error",
+    batch_rows: int = 4096,
+    storage_options: dict[str, Any] | None = None,
+) -> ConversionResult:
+    """Convert the rows of `sql` on database `db` into RecordIO + schema.json at `output`."""
+    if records_per_file < 1:
+        raise ConversionError(f"--records_per_file must be >= 1, got {records_per_file}")
+    nulls = NullPolicy.parse(on_null)
+    _check_select(sql)
+    _check_output(output, storage_options)
+    names, batches, close = _stream(db, sql, batch_rows)
+    staging = Path(tempfile.mkdtemp(prefix="elasticdl-convert-"))
+    started = time.monotonic()
+    try:
+        if len(set(names)) != len(names):
+            duplicates = sorted({n for n in names if names.count(n) > 1})
+            raise ConversionError(
+                f"the SELECT returns duplicate column names {duplicates}; give them aliases"
+            )
+        if label is not None and label not in names:
+            raise ConversionError(f"--label {label!r} is not a selected column; columns: {names}")
+        sampled, buffered = _sample_kinds(names, batches)
+        kinds: list[Kind] = []
+        for name, kind in zip(names, sampled, strict=True):
+            if kind is None:
+                if not buffered:
+                    break
+                if nulls.action != "fill":
+                    raise ConversionError(
+                        f"column {name!r} is NULL in every sampled row, so its type is unknown; "
+                        "cast it in the SELECT or pass --on_null fill:VALUE"
+                    )
+                kind = _kind_of(_number_or_text(nulls.fill), name)
+            kinds.append(kind)
+        if not buffered:
+            raise ConversionError(f"the query returned no rows: {sql.strip()[:200]}")
+        if label is not None and kinds[names.index(label)] == "bytes":
+            raise ConversionError(
+                f"label column {label!r} holds text; the models need a number (map it to "
+                "one in the SELECT, e.g. CASE ... END)"
+            )
+        columns = _Columns(names, kinds, nulls)
+        encoder = ExampleEncoder(list(zip(names, kinds, strict=True)))
+        shards = _Shards(staging, records_per_file)
+        progress = _Progress()
+        seen = written = 0
+
+        def all_batches() -> Iterator[list[Any]]:
+            yield from buffered
+            yield from batches
+
+        for batch in all_batches():
+            for values in columns.clean(batch, seen):
+                shards.write(encoder.encode(values))
+                written += 1
+            seen += len(batch)
+            progress.update(written)
+        shards.close()
+        progress.update(written, force=True)
+        if not written:
+            raise ConversionError(
+                f"all {seen} row(s) had a NULL and --on_null skip dropped them; nothing to write"
+            )
+        schema = {
+            "version": SCHEMA_VERSION,
+            "columns": [
+                {
+                    "name": name,
+                    "dtype": kind,
+                    "nulls": columns.null_counts[i],
+                    "stats": columns.stats[i].to_dict(),
+                }
+                for i, (name, kind) in enumerate(zip(names, kinds, strict=True))
+            ],
+            "label": label,
+            "rows": written,
+            "rows_skipped_for_null": columns.skipped_rows,
+            "files": shards.files,
+            "records_per_file": records_per_file,
+            "sql": sql.strip(),
+            "db_url": redact_url(db),
+            "created_time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        }
+        (staging / SCHEMA_FILE).write_text(json.dumps(schema, indent=1))
+        _publish(staging, output, storage_options)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        close()
+    seconds = time.monotonic() - started
+    log.info(
+        "converted %d row(s) into %d file(s) at %s in %.1f s (%.0f rows/s)",
+        written,
+        len(shards.files),
+        output,
+        seconds,
+        written / max(seconds, 1e-9),
+    )
+    return ConversionResult(output, written, shards.files, schema)
+
+
+def _number_or_text(text: str) -> Any:
+    for parse in (int, float):
+        try:
+            return parse(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _publish(staging: Path, output: str, storage_options: dict[str, Any] | None) -> None:
+    fs, path = fsspec.core.url_to_fs(output, **(storage_options or {}))
+    protocol = fs.protocol[0] if isinstance(fs.protocol, tuple | list) else fs.protocol
+    if protocol in ("file", "local"):
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            target.rmdir()  # empty: _check_output said so
+        try:
+            os.rename(staging, target)
+        except OSError:  # another file system: copy beside, then rename
+            sibling = target.parent / f".{target.name}.staging"
+            shutil.copytree(staging, sibling)
+            os.rename(sibling, target)
+            shutil.rmtree(staging, ignore_errors=True)
+        return
+    names = sorted(p.name for p in staging.iterdir())
+    names.sort(key=lambda n: n == SCHEMA_FILE)
+    written = []
+    try:
+        fs.makedirs(path, exist_ok=True)
+        for name in names:
+            remote = f"{path.rstrip('/')}/{name}"
+            fs.put_file(str(staging / name), remote)
+            written.append(remote)
+    except BaseException:
+        for remote in written:
+            try:
+                fs.rm(remote)
+            except OSError:
+                pass
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,6 +1,6 @@
 """ElasticDL: elastic, fault-tolerant training and prediction for TensorFlow/Keras models.
 
-Public API: `Mode`, `ElasticDLSpec`, `train(...)`, `predict(...)`, `evaluate(...)`.
+Public API: `Mode`, `ElasticDLSpec`, `train(...)`, `predict(...)`, `evaluate(...)`, `sql(...)`.
 """
 
 import os
@@ -13,7 +13,7 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 from elasticdl.mode import Mode
 from elasticdl.spec import ElasticDLSpec
 
-__all__ = ["ElasticDLSpec", "Mode", "evaluate", "predict", "train"]
+__all__ = ["ElasticDLSpec", "Mode", "evaluate", "predict", "sql", "train"]
 
 
 def train(**kwargs: Any) -> Any:
@@ -52,6 +52,19 @@ def evaluate(**kwargs: Any) -> Any:
     from elasticdl.runtime.master.inference_job import InferenceJob
 
     return InferenceJob(options_from_kwargs("evaluate", **kwargs)).run()
+
+
+def sql(statement: str, db: str, model_root: str = "./models", **kwargs: Any) -> Any:
+    """Run `SELECT ... TRAIN ... INTO model` or `SELECT ... PREDICT table.column USING model`.
+
+    `elasticdl.sql("SELECT name, role, salary FROM employee TRAIN regressor.DNN WITH
+    hidden_units=[10, 100, 20, 5] INTO my_model", db="sqlite:///hr.db")` returns a
+    StatementResult (`status`, `model`, `rows`, `table`, `notes`, `report`). Keyword
+    arguments: `model_zoo`, `key` (PREDICT into a table the SELECT reads), `job_options`.
+    """
+    from elasticdl.runtime.sql.runner import run_statement
+
+    return run_statement(statement, db, model_root, **kwargs)
 
 
 __version__ = "0.3.0.dev0"

@@ -112,6 +112,23 @@ def _add_inference_commands(commands: argparse._SubParsersAction) -> None:
     add_inference_arguments(evaluate, "evaluate")
 
 
+def _add_sql_command(commands: argparse._SubParsersAction) -> None:
+    sql = commands.add_parser(
+        "sql",
+        help="run a SELECT ... TRAIN or SELECT ... PREDICT statement",
+        description="Run a SQLFlow-style statement: SELECT ... TRAIN model_def [WITH k=v, ...] "
+        "[LABEL col] INTO model, or SELECT ... PREDICT table.column USING model.",
+    )
+    sql.add_argument("statement", help="the statement (quote it for the shell)")
+    sql.add_argument("--db", required=True, help="SQLAlchemy URL, e.g. sqlite:///hr.db")
+    sql.add_argument(
+        "--model_root", default="./models", help="where models named without a URL live"
+    )
+    sql.add_argument("--model_zoo", default=None, help="for TRAIN: directory or git URL")
+    sql.add_argument("--key", default=None, help="for PREDICT into a source table: key column")
+    sql.add_argument("--engine", default="local", choices=["local"])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="elasticdl",
@@ -127,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_train_command(commands)
     _add_inference_commands(commands)
+    _add_sql_command(commands)
     _add_data_commands(commands)
     _add_zoo_commands(commands)
     return parser
@@ -212,6 +230,27 @@ def _run_inference(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_sql(args: argparse.Namespace) -> int:
+    from elasticdl.runtime.sql.runner import run_statement
+
+    result = run_statement(
+        args.statement, args.db, args.model_root, model_zoo=args.model_zoo, key=args.key
+    )
+    for note in result.notes:
+        print(f"note: {note}")
+    if not result.succeeded:
+        print(f"elasticdl: {result.kind} failed: {result.error}", file=sys.stderr)
+        return 1
+    if result.kind == "train":
+        metrics = result.report.get("metrics") or {}
+        print(f"trained on {result.rows} row(s); model written to {result.model}")
+        if metrics:
+            print("metrics: " + ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
+    else:
+        print(f"{result.rows} prediction(s) written to {result.table}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `elasticdl` console script; returns the exit status."""
     # TensorFlow's C++ start-up lines would bury our one-line errors; users can override.
@@ -227,6 +266,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_train(args)
         if args.command in ("predict", "evaluate"):
             return _run_inference(args)
+        if args.command == "sql":
+            return _run_sql(args)
         if args.command == "data":
             _run_data(args)
         elif args.command == "zoo":

@@ -1,7 +1,10 @@
-.PHONY: demo test setup proto lint bench
+.PHONY: demo demo-mnist test setup proto lint bench
 
 demo:  ## set up and run the main job on the local engine
 	scripts/demo.sh
+
+demo-mnist:  ## train, evaluate and predict mnist on real handwritten digits
+	scripts/demo_mnist.sh
 
 test:  ## set up and run every test (what CI runs)
 	scripts/test.sh

@@ -63,6 +63,14 @@ def _add_data_commands(commands: argparse._SubParsersAction) -> None:
     )
     add_convert_arguments(convert)
 
+    sample = sub.add_parser(
+        "sample_db",
+        help="create the demo HR tables `employee` and `testdata` in a database",
+    )
+    sample.add_argument("--db", required=True, help="SQLAlchemy URL, e.g. sqlite:///hr.db")
+    sample.add_argument("--employees", type=_positive_int, default=4000)
+    sample.add_argument("--testdata", type=_positive_int, default=500)
+
     plan = sub.add_parser("plan", help="print the (file, start, end) tasks of a data set")
     plan.add_argument("location", metavar="PATH_OR_GLOB")
     plan.add_argument("--records_per_task", type=_positive_int, default=1024)
@@ -157,6 +165,15 @@ def _run_data(args: argparse.Namespace) -> None:
         inspect_data(args.location, sys.stdout, as_json=args.json)
     elif args.data_command == "plan":
         plan_data(args.location, args.records_per_task, sys.stdout)
+    elif args.data_command == "sample_db":
+        from elasticdl.runtime.data.employees import create_sample_database
+        from elasticdl.runtime.sql.convert import redact_url
+
+        create_sample_database(args.db, args.employees, args.testdata)
+        print(
+            f"created tables employee ({args.employees} rows) and testdata ({args.testdata} "
+            f"rows) in {redact_url(args.db)}"
+        )
     elif args.data_command == "convert":
         from elasticdl.steps.sql_to_recordio import run_from_args
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The main job on the embedded default (local engine): generate real handwritten digits as
-# sharded RecordIO, train the mnist model on three files as an elastic job with 2 workers and
-# 1 parameter server (evaluated on the fourth), then evaluate and predict with the trained
-# model on the held-out file, and show what the jobs wrote.
+# The main job on the embedded default (local engine), as a SQL user runs it: create a SQLite
+# HR database, train regressor.DNN on the employee table with a TRAIN statement (2 workers,
+# 1 parameter server), predict the salaries of the testdata table into a new column with a
+# PREDICT statement, and show a few rows, the metrics and the job report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -10,24 +10,29 @@ scripts/setup.sh
 out="${DEMO_OUTPUT:-demo-output}"
 rm -rf "$out"
 mkdir -p "$out"
+db="sqlite:///$out/hr.db"
 set -x
-elasticdl data gen digits --output "$out/digits" --num_records 4000 --records_per_file 1000
-elasticdl data inspect "$out/digits"
-elasticdl train \
-  --model_def mnist.mnist_functional_api.custom_model \
-  --params "lr=0.05" \
-  --data "$out/digits/digits-0000[0-2]-of-00004.recordio" \
-  --validation_data "$out/digits/digits-00003-of-00004.recordio" \
-  --output "$out/mnist-model" \
-  --num_workers 2 --num_ps 1 \
-  --minibatch_size 32 --num_epochs 4 --records_per_task 250 \
-  --log_dir "$out/job-logs"
-ls "$out/mnist-model"
-python -P -c "import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps({k: r[k] for k in ('status','records','workers','throughput','final_loss','metrics')}, indent=1, default=str)[:1500])" "$out/mnist-model/job_report.json"
-elasticdl evaluate --data "$out/digits/digits-00003-of-00004.recordio" \
-  --trained_model "$out/mnist-model" --num_workers 2 --records_per_task 250
-elasticdl predict --data "$out/digits/digits-00003-of-00004.recordio" \
-  --trained_model "$out/mnist-model" --output "$out/predictions" --output_format csv \
-  --num_workers 2 --records_per_task 250
-ls "$out/predictions"
-head -3 "$out"/predictions/part-00000-0000000000-*.csv | cut -c1-120
+elasticdl data sample_db --db "$db"
+elasticdl sql "SELECT name, role, years, salary FROM employee
+               TRAIN regressor.DNN
+               WITH hidden_units=[10, 100, 20, 5], learning_rate=0.01,
+                    train.epoch=10, train.batch_size=64, engine.num_workers=2,
+                    train.validation.select='SELECT name, role, years, salary FROM employee WHERE id % 10 = 0'
+               INTO my_trained_model;" \
+  --db "$db" --model_root "$out/models"
+elasticdl sql "SELECT name, role, years FROM testdata
+               PREDICT testdata.predicted_salary USING my_trained_model;" \
+  --db "$db" --model_root "$out/models"
+python -P - "$out/hr.db" "$out/models/my_trained_model/job_report.json" <<'PY'
+import json, sqlite3, statistics, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("SELECT name, role, years, salary, predicted_salary FROM testdata").fetchall()
+for row in rows[:5]:
+    print("%-28s %-16s %2d years  salary %8.2f  predicted %8.2f" % row)
+mse = statistics.fmean((r[3] - r[4]) ** 2 for r in rows)
+mean = statistics.fmean(r[3] for r in rows)
+naive = statistics.fmean((r[3] - mean) ** 2 for r in rows)
+print(f"testdata: {len(rows)} rows, MSE {mse:,.0f} vs {naive:,.0f} for predicting the mean")
+report = json.load(open(sys.argv[2]))
+print("training:", json.dumps({k: report[k] for k in ("status", "records", "metrics")}))
+PY

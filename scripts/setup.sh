@@ -24,6 +24,9 @@ if ! command -v git >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq git >/dev/null
 fi
 
+# PostgreSQL and MariaDB servers for the SQL tests (Debian packages; skipped when installed).
+scripts/install_db_servers.sh
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi

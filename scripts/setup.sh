@@ -25,7 +25,10 @@ if ! command -v git >/dev/null 2>&1; then
 fi
 
 # PostgreSQL and MariaDB servers for the SQL tests (Debian packages; skipped when installed).
-scripts/install_db_servers.sh
+# The demo needs only SQLite: scripts/test.sh asks for the servers.
+if [ "${ELASTICDL_SETUP_DB_SERVERS:-0}" = "1" ]; then
+  scripts/install_db_servers.sh
+fi
 
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv

@@ -2,7 +2,7 @@
 # Set everything up and run the whole test suite (what CI runs). Extra args go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+ELASTICDL_SETUP_DB_SERVERS=1 scripts/setup.sh
 . .venv/bin/activate
 echo "== ruff"
 ruff check .

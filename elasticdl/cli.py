@@ -254,7 +254,7 @@ def _run_sql(args: argparse.Namespace) -> int:
         args.statement, args.db, args.model_root, model_zoo=args.model_zoo, key=args.key
     )
     for note in result.notes:
-        print(f"note: {note}")
+        print(f"note: {note}")  # after the run: a statement that fails prints one line
     if not result.succeeded:
         print(f"elasticdl: {result.kind} failed: {result.error}", file=sys.stderr)
         return 1

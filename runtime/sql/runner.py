@@ -117,7 +117,6 @@ def _train(
             )
         label = _bare(last)
         notes.append(f"no LABEL clause: the last selected column {label!r} is the label")
-        log.info("%s", notes[-1])
     output = model_location(statement.into, model_root)
     data = convert(db, statement.select, str(work / "train"), label=label)
     if label not in [c["name"] for c in data.schema["columns"]]:

@@ -216,3 +216,32 @@ def test_memory_stays_flat_while_streaming(tmp_path):
         tracemalloc.stop()
     assert peaks[1] < peaks[0] * 1.5 + 2**20, f"peak grew {peaks} with 10x the rows"
     assert math.isfinite(peaks[0])
+
+
+def test_standard_input_function_parses_a_converted_table(tmp_path, hr_db):
+    from elasticdl import Mode
+    from elasticdl.runtime.data.metadata import DatasetMetadata
+    from elasticdl.runtime.model_spec import resolve_symbol
+    from elasticdl.runtime.zoo_source import builtin_zoo_root
+
+    out = tmp_path / "t"
+    convert(hr_db, "SELECT role, id, salary FROM employee ORDER BY id", str(out), label="salary")
+    input_fn = resolve_symbol(
+        builtin_zoo_root(), "sqlflow.elasticdl_input_function", "--dataset_fn", None
+    )
+    file = str(out / "data-00000.recordio")
+    records = list(read_records(file, 0, 4))
+    metadata = DatasetMetadata.for_file(file, records[0])
+    assert metadata.label == "salary" and metadata.schema["rows"] == 1000
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(records))
+    features, label = next(iter(input_fn(dataset, Mode.TRAINING, metadata).batch(4)))
+    assert sorted(features) == ["id", "role"]
+    assert features["role"].numpy()[:, 0].tolist() == [b"eng", b"mgr", b"ops", b"eng"]
+    assert features["id"].dtype == tf.float32 and label.numpy()[:, 0].tolist() == [
+        4000.0,
+        4010.0,
+        4020.0,
+        4030.0,
+    ]
+    only = next(iter(input_fn(dataset, Mode.PREDICTION, metadata).batch(4)))
+    assert sorted(only) == ["id", "role"]

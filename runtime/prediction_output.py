@@ -58,17 +58,6 @@ def prediction_columns(outputs: Any, rows: int) -> dict[str, np.ndarray]:
     return columns
 
 
-def _example_feature(feature: Any, values: np.ndarray) -> None:
-    if values.dtype.kind in "iub":
-        feature.int64_list.value.extend(int(v) for v in values)
-    elif values.dtype.kind in "SOU":
-        feature.bytes_list.value.extend(
-            v if isinstance(v, bytes) else str(v).encode() for v in values
-        )
-    else:
-        feature.float_list.value.extend(float(v) for v in values)
-
-
 def kept_values(records: Sequence[bytes], kept: Sequence[str]) -> list[dict[str, Any]]:
     """The kept columns of each record, as tf.train.Feature messages (missing ones absent)."""
     from tensorflow.core.example import example_pb2
@@ -83,22 +72,40 @@ def kept_values(records: Sequence[bytes], kept: Sequence[str]) -> list[dict[str,
 def recordio_part(
     records: Sequence[bytes], kept: Sequence[str], predictions: Mapping[str, np.ndarray]
 ) -> bytes:
-    """The part as RecordIO bytes: one tf.train.Example per input record."""
-    from tensorflow.core.example import example_pb2
+    """The part as RecordIO bytes: one tf.train.Example per input record.
 
+    Rows are encoded straight to wire bytes (`runtime/sql/example_encoder.py`), without
+    building a protobuf message per row.
+    """
     from elasticdl.runtime.data.recordio import RecordIOWriter
+    from elasticdl.runtime.sql.example_encoder import ExampleEncoder
 
+    inputs = kept_values(records, kept) if kept else [{}] * len(records)
+    kinds = {name: "bytes" for name in kept}
+    for row in inputs[:1]:
+        for name, feature in row.items():
+            kinds[name] = {"float_list": "float", "int64_list": "int64"}.get(
+                feature.WhichOneof("kind"), "bytes"
+            )
+    columns = [(name, kinds[name]) for name in kept]
+    for name, values in predictions.items():
+        kind = "int64" if values.dtype.kind in "iub" else "float"
+        columns.append((name, "bytes" if values.dtype.kind in "SOU" else kind))
+    encoder = ExampleEncoder(columns)
     buffer = io.BytesIO()
     with RecordIOWriter(buffer) as writer:
-        for row, inputs in enumerate(kept_values(records, kept)):
-            example = example_pb2.Example()
-            out = example.features.feature
-            for name, feature in inputs.items():
-                out[name].CopyFrom(feature)
-            for name, values in predictions.items():
-                _example_feature(out[name], values[row])
-            writer.write(example.SerializeToString())
+        for row, features in enumerate(inputs):
+            values = [
+                _feature_values_raw(features[name]) if name in features else None for name in kept
+            ]
+            values += [values_[row] for values_ in predictions.values()]
+            writer.write(encoder.encode(values))
     return buffer.getvalue()
+
+
+def _feature_values_raw(feature: Any) -> list[Any]:
+    which = feature.WhichOneof("kind")
+    return list(getattr(feature, which).value) if which else []
 
 
 def _feature_values(feature: Any) -> list[Any]:

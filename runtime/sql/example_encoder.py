@@ -21,6 +21,8 @@ import struct
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import numpy as np
+
 Kind = Literal["int64", "float", "bytes"]
 
 _FLOAT = struct.Struct("<f").pack
@@ -54,6 +56,12 @@ class ExampleEncoder:
 
     @staticmethod
     def _encoder_for(kind: Kind) -> Any:
+        vector = _VECTOR_ENCODERS[kind]
+        scalar = ExampleEncoder._scalar_encoder_for(kind)
+        return lambda v: vector(v) if isinstance(v, list | tuple | np.ndarray) else scalar(v)
+
+    @staticmethod
+    def _scalar_encoder_for(kind: Kind) -> Any:
         if kind == "float":
             # Feature{float_list{value: [v]}} has a fixed size: 0x12 06 0A 04 <4 bytes>.
             return lambda v: b"\x12\x06\x0a\x04" + _FLOAT(v)
@@ -76,7 +84,10 @@ class ExampleEncoder:
         raise ValueError(f"unknown feature kind {kind!r}")
 
     def encode(self, row: Sequence[Any]) -> bytes:
-        """One row as a serialized tf.train.Example; None values are left out."""
+        """One row as a serialized tf.train.Example; None values are left out.
+
+        A value is a scalar, or a list / NumPy array for a feature of several values.
+        """
         entries = []
         for key, encode, value in zip(self._keys, self._encoders, row, strict=True):
             if value is None:
@@ -86,3 +97,24 @@ class ExampleEncoder:
             entries.append(b"\x0a" + varint(len(entry)) + entry)
         features = b"".join(entries)
         return b"\x0a" + varint(len(features)) + features
+
+
+def _float_list(values: Any) -> bytes:
+    data = np.asarray(values, dtype="<f4").tobytes()
+    inner = b"\x0a" + varint(len(data)) + data
+    return b"\x12" + varint(len(inner)) + inner
+
+
+def _int64_list(values: Any) -> bytes:
+    data = b"".join(varint(int(v)) for v in values)
+    inner = b"\x0a" + varint(len(data)) + data
+    return b"\x1a" + varint(len(inner)) + inner
+
+
+def _bytes_list(values: Any) -> bytes:
+    items = [v.encode() if isinstance(v, str) else bytes(v) for v in values]
+    inner = b"".join(b"\x0a" + varint(len(v)) + v for v in items)
+    return b"\x0a" + varint(len(inner)) + inner
+
+
+_VECTOR_ENCODERS = {"float": _float_list, "int64": _int64_list, "bytes": _bytes_list}

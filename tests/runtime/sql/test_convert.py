@@ -49,6 +49,13 @@ def test_encoder_bytes_parse_as_the_same_example():
                 feature.bytes_list.value.append(value.encode() if isinstance(value, str) else value)
         assert tf.train.Example.FromString(encoder.encode(row)) == expected, row
     assert varint(300) == b"\xac\x02" and len(varint(-1)) == 10
+    vector = encoder.encode([[1, -2, 2**40], np.array([0.5, 1.5, -2.0]), ["a", "bc"], [b"x"]])
+    assert parsed(vector) == {
+        "i": ("int64_list", [1, -2, 2**40]),
+        "f": ("float_list", [0.5, 1.5, -2.0]),
+        "s": ("bytes_list", [b"a", b"bc"]),
+        "b": ("bytes_list", [b"x"]),
+    }
 
 
 def test_numeric_stats_match_numpy_across_batches():

@@ -77,16 +77,23 @@ def _add_data_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _add_zoo_commands(commands: argparse._SubParsersAction) -> None:
-    zoo = commands.add_parser("zoo", help="resolve a model definition and show its pieces")
-    zoo.add_argument("--model_zoo", default=None, help="directory or git URL (default: built-in)")
-    zoo.add_argument(
+    from elasticdl.zoo_commands import add_zoo_init_and_package
+
+    zoo = commands.add_parser(
+        "zoo", help="model zoos: show a model's pieces, write its Dockerfile, package it"
+    )
+    sub = zoo.add_subparsers(dest="zoo_command", required=True, metavar="ZOO_COMMAND")
+    show = sub.add_parser("show", help="resolve a model definition and show its pieces")
+    show.add_argument("--model_zoo", default=None, help="directory or git URL (default: built-in)")
+    show.add_argument(
         "--model_def", required=True, help="e.g. mnist.mnist_functional_api.custom_model"
     )
-    zoo.add_argument("--params", default="", help='e.g. "hidden_units=[10, 20], lr=0.01"')
-    zoo.add_argument("--dataset_fn", "--input_fn", dest="dataset_fn", default=None)
-    zoo.add_argument("--loss", default=None)
-    zoo.add_argument("--optimizer", default=None)
-    zoo.add_argument("--eval_metrics_fn", default=None)
+    show.add_argument("--params", default="", help='e.g. "hidden_units=[10, 20], lr=0.01"')
+    show.add_argument("--dataset_fn", "--input_fn", dest="dataset_fn", default=None)
+    show.add_argument("--loss", default=None)
+    show.add_argument("--optimizer", default=None)
+    show.add_argument("--eval_metrics_fn", default=None)
+    add_zoo_init_and_package(sub)
 
 
 def _add_train_command(commands: argparse._SubParsersAction) -> None:
@@ -288,6 +295,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "data":
             _run_data(args)
         elif args.command == "zoo":
+            if args.zoo_command != "show":
+                return int(args.zoo_run(args))
             _run_zoo(args)
     except (ValueError, FileNotFoundError) as err:
         if args.log_level == "debug":

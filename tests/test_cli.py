@@ -59,7 +59,7 @@ def test_gen_inspect_and_plan(regression_dir):
 
 
 def test_zoo_command_shows_the_resolved_spec():
-    done = run_cli("zoo", "--model_def", "regressor.DNN", "--params", "hidden_units=[8]")
+    done = run_cli("zoo", "show", "--model_def", "regressor.DNN", "--params", "hidden_units=[8]")
     assert "style:           keras_defaults" in done.stdout
     assert "regressor.DNN.default_loss" in done.stdout
 
@@ -68,9 +68,15 @@ def test_zoo_command_shows_the_resolved_spec():
     ("args", "fragment"),
     [
         (("data", "inspect", "/nonexistent/*.recordio"), "no data file matches"),
-        (("zoo", "--model_def", "nope.Model"), "no module 'nope'"),
-        (("zoo", "--model_def", "regressor.DNN", "--params", "x=os.system('true')+1"), "literal"),
-        (("zoo", "--model_def", "regressor.DNN", "--params", "hiden_units=[1]"), "hidden_units"),
+        (("zoo", "show", "--model_def", "nope.Model"), "no module 'nope'"),
+        (
+            ("zoo", "show", "--model_def", "regressor.DNN", "--params", "x=os.system('true')+1"),
+            "literal",
+        ),
+        (
+            ("zoo", "show", "--model_def", "regressor.DNN", "--params", "hiden_units=[1]"),
+            "hidden_units",
+        ),
     ],
 )
 def test_user_errors_are_one_line(args, fragment):

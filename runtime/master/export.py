@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,12 @@ def export_model(
         model_zoo_commit=config.model_zoo_commit,
         input_signature=metadata.to_json(),
     )
+    if metadata.schema:
+        # Trained from SQL: keep the query, the database (without password) and the schema.
+        trained.sql = str(metadata.schema.get("sql", ""))
+        trained.db_url = str(metadata.schema.get("db_url", ""))
+        trained.label_column = str(metadata.schema.get("label") or "")
+        trained.schema_json = json.dumps(metadata.schema, sort_keys=True)
     for name, value in (metrics or {}).items():
         trained.metrics[name] = float(value)
     return trained

@@ -74,6 +74,13 @@ def models(hr, tmp_path_factory) -> Path:
     assert trained.succeeded, trained.error
     assert trained.rows == 3000 and (root / "my_trained_model" / "trained_model.pb").exists()
     assert trained.notes == ["no LABEL clause: the last selected column 'salary' is the label"]
+    from elasticdl.runtime.trained_model import read_trained_model
+
+    lineage = read_trained_model(str(root / "my_trained_model")).trained
+    assert lineage.sql == "SELECT name, role, salary FROM employee"
+    assert lineage.label_column == "salary" and lineage.schema_json
+    assert lineage.db_url.split(":")[0] in ("sqlite", "postgresql+psycopg", "mysql+pymysql")
+    assert not hr.password or hr.password not in lineage.SerializeToString().decode("latin-1")
     return root
 
 

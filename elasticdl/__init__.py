@@ -19,15 +19,16 @@ __all__ = ["ElasticDLSpec", "Mode", "evaluate", "predict", "sql", "train"]
 def train(**kwargs: Any) -> Any:
     """Run a training job; arguments are the `elasticdl train` flags, as strings or values.
 
+    `sql="SELECT ...", db="sqlite:///hr.db"` (and `label=`) may replace `data=`.
+
     `elasticdl.train(model_def="regressor.DNN", data="gs://b/train/*.recordio",
     output="gs://b/models/m1", params="hidden_units=[10, 100, 20, 5], learning_rate=0.01")`
     returns a JobResult (`status`, `output`, `report`, `error`); bad input raises ValueError
     or FileNotFoundError with one clear message.
     """
-    from elasticdl.runtime.master.job import TrainingJob
-    from elasticdl.train_command import options_from_kwargs
+    from elasticdl.train_command import namespace_from_kwargs, run_training
 
-    return TrainingJob(options_from_kwargs(**kwargs)).run()
+    return run_training(namespace_from_kwargs(**kwargs))
 
 
 def predict(**kwargs: Any) -> Any:
@@ -37,10 +38,9 @@ def predict(**kwargs: Any) -> Any:
     output="gs://b/predictions/")` returns an InferenceResult (`status`, `output`, `report`,
     `error`); every input record yields exactly one output row.
     """
-    from elasticdl.predict_command import options_from_kwargs
-    from elasticdl.runtime.master.inference_job import InferenceJob
+    from elasticdl.predict_command import namespace_from_kwargs, run_inference
 
-    return InferenceJob(options_from_kwargs("predict", **kwargs)).run()
+    return run_inference(namespace_from_kwargs("predict", **kwargs), "predict")
 
 
 def evaluate(**kwargs: Any) -> Any:
@@ -48,10 +48,9 @@ def evaluate(**kwargs: Any) -> Any:
 
     Returns an InferenceResult whose `metrics` maps each metric name to its value.
     """
-    from elasticdl.predict_command import options_from_kwargs
-    from elasticdl.runtime.master.inference_job import InferenceJob
+    from elasticdl.predict_command import namespace_from_kwargs, run_inference
 
-    return InferenceJob(options_from_kwargs("evaluate", **kwargs)).run()
+    return run_inference(namespace_from_kwargs("evaluate", **kwargs), "evaluate")
 
 
 def sql(statement: str, db: str, model_root: str = "./models", **kwargs: Any) -> Any:

@@ -226,10 +226,9 @@ def _run_zoo(args: argparse.Namespace) -> None:
 
 
 def _run_train(args: argparse.Namespace) -> int:
-    from elasticdl.runtime.master.job import TrainingJob
-    from elasticdl.train_command import options_from_namespace
+    from elasticdl.train_command import run_training
 
-    result = TrainingJob(options_from_namespace(args)).run()
+    result = run_training(args)
     if not result.succeeded:
         print(f"elasticdl: training failed: {result.error}", file=sys.stderr)
         return 1
@@ -240,10 +239,9 @@ def _run_train(args: argparse.Namespace) -> int:
 def _run_inference(args: argparse.Namespace) -> int:
     import json
 
-    from elasticdl.predict_command import options_from_namespace
-    from elasticdl.runtime.master.inference_job import InferenceJob
+    from elasticdl.predict_command import run_inference
 
-    result = InferenceJob(options_from_namespace(args, args.command)).run()
+    result = run_inference(args, args.command)
     if not result.succeeded:
         print(f"elasticdl: {args.command} failed: {result.error}", file=sys.stderr)
         return 1

@@ -11,9 +11,10 @@ from elasticdl.runtime.master.inference_job import InferenceOptions
 
 
 def add_inference_arguments(parser: argparse.ArgumentParser, job_type: str) -> None:
-    parser.add_argument(
-        "--data", required=True, help="RecordIO files: path, glob, directory or URL"
-    )
+    parser.add_argument("--data", default=None, help="RecordIO files: path, glob, directory or URL")
+    from elasticdl.sql_input import add_sql_arguments
+
+    add_sql_arguments(parser, label=False)
     parser.add_argument(
         "--trained_model", required=True, help="the --output of a training job (URL)"
     )
@@ -72,8 +73,8 @@ def options_from_namespace(args: argparse.Namespace, job_type: str) -> Inference
     )
 
 
-def options_from_kwargs(job_type: str, **kwargs: Any) -> InferenceOptions:
-    """InferenceOptions from keyword arguments named like the CLI flags."""
+def namespace_from_kwargs(job_type: str, **kwargs: Any) -> argparse.Namespace:
+    """Parsed flags from keyword arguments named like the CLI flags."""
 
     class _RaisingParser(argparse.ArgumentParser):
         def error(self, message: str) -> None:  # type: ignore[override]
@@ -85,4 +86,26 @@ def options_from_kwargs(job_type: str, **kwargs: Any) -> InferenceOptions:
     for name, value in kwargs.items():
         if value is not None:
             argv += [f"--{name}", str(value)]
-    return options_from_namespace(parser.parse_args(argv), job_type)
+    return parser.parse_args(argv)
+
+
+def options_from_kwargs(job_type: str, **kwargs: Any) -> InferenceOptions:
+    """InferenceOptions from keyword arguments named like the CLI flags."""
+    return options_from_namespace(namespace_from_kwargs(job_type, **kwargs), job_type)
+
+
+def run_inference(args: argparse.Namespace, job_type: str) -> Any:
+    """Run a prediction or evaluation job for parsed flags, converting `--sql` rows first."""
+    import dataclasses
+
+    from elasticdl.runtime.master.inference_job import InferenceJob
+    from elasticdl.sql_input import check_data_source, converted
+
+    check_data_source(args.data, args.sql, args.db)
+    if not args.sql:
+        return InferenceJob(options_from_namespace(args, job_type)).run()
+    # Evaluation needs the label (the last column); prediction data has none.
+    label = "" if job_type == "evaluate" else None
+    with converted(args.sql, args.db, label=label) as data:
+        options = dataclasses.replace(options_from_namespace(args, job_type), data=data)
+        return InferenceJob(options).run()

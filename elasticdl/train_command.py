@@ -39,7 +39,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "--data",
         "--training_data",
         dest="training_data",
-        required=True,
+        default=None,
         help="RecordIO files: path, glob, directory or URL (comma-separated)",
     )
     data.add_argument("--output", required=True, help="where the trained model goes (URL)")
@@ -54,6 +54,10 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         help="also evaluate every N model versions (0: only at the end)",
     )
+
+    from elasticdl.sql_input import add_sql_arguments
+
+    add_sql_arguments(parser, label=True)
 
     ckpt = parser.add_argument_group("checkpoints")
     ckpt.add_argument(
@@ -163,8 +167,8 @@ class _RaisingParser(argparse.ArgumentParser):
 _ALIASES = {"data": "training_data", "input_fn": "dataset_fn", "model_params": "params"}
 
 
-def options_from_kwargs(**kwargs: Any) -> TrainOptions:
-    """TrainOptions from keyword arguments named like the CLI flags (strings or values)."""
+def namespace_from_kwargs(**kwargs: Any) -> argparse.Namespace:
+    """The parsed flags for keyword arguments named like the CLI flags (strings or values)."""
     parser = _RaisingParser(prog="elasticdl.train")
     add_train_arguments(parser)
     argv: list[str] = []
@@ -173,4 +177,24 @@ def options_from_kwargs(**kwargs: Any) -> TrainOptions:
             continue
         flag = _ALIASES.get(name, name)
         argv += [f"--{flag}", str(value)]
-    return options_from_namespace(parser.parse_args(argv))
+    return parser.parse_args(argv)
+
+
+def options_from_kwargs(**kwargs: Any) -> TrainOptions:
+    """TrainOptions from keyword arguments named like the CLI flags (strings or values)."""
+    return options_from_namespace(namespace_from_kwargs(**kwargs))
+
+
+def run_training(args: argparse.Namespace) -> Any:
+    """Run `elasticdl train` for parsed flags: converting `--sql` rows first when given."""
+    import dataclasses
+
+    from elasticdl.runtime.master.job import TrainingJob
+    from elasticdl.sql_input import check_data_source, converted
+
+    check_data_source(args.training_data, args.sql, args.db)
+    if not args.sql:
+        return TrainingJob(options_from_namespace(args)).run()
+    with converted(args.sql, args.db, label=args.label) as data:
+        options = dataclasses.replace(options_from_namespace(args), training_data=data)
+        return TrainingJob(options).run()

@@ -361,10 +361,14 @@ def convert(
     records_per_file: int = 100_000,
     label: str | None = None,
     on_null: str = "error",
+    label_last: bool = False,
     batch_rows: int = 4096,
     storage_options: dict[str, Any] | None = None,
 ) -> ConversionResult:
-    """Convert the rows of `sql` on database `db` into RecordIO + schema.json at `output`."""
+    """Convert the rows of `sql` on database `db` into RecordIO + schema.json at `output`.
+
+    `label_last`: without `label`, the last selected column is the label.
+    """
     if records_per_file < 1:
         raise ConversionError(f"--records_per_file must be >= 1, got {records_per_file}")
     nulls = NullPolicy.parse(on_null)
@@ -379,6 +383,9 @@ def convert(
             raise ConversionError(
                 f"the SELECT returns duplicate column names {duplicates}; give them aliases"
             )
+        if label is None and label_last and names:
+            label = names[-1]
+            log.info("no label column given: the last selected column %r is the label", label)
         if label is not None and label not in names:
             raise ConversionError(f"--label {label!r} is not a selected column; columns: {names}")
         sampled, buffered = _sample_kinds(names, batches)

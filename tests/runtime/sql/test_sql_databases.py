@@ -201,3 +201,39 @@ def test_database_down_and_password_never_printed(database, tmp_path):
     password = __import__("sqlalchemy").make_url(url).password
     if password:
         assert password not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("database", ["sqlite"], indirect=True)
+def test_train_predict_evaluate_take_sql_instead_of_data(hr, models, tmp_path):
+    trained = elasticdl.train(
+        model_def="regressor.DNN",
+        sql="SELECT role, years, salary FROM employee WHERE years < 10",
+        db=hr.url,
+        output=str(tmp_path / "model"),
+        params="hidden_units=[4]",
+        num_workers=1,
+    )
+    assert trained.succeeded, trained.error
+    expected = query(hr, "SELECT COUNT(*) FROM employee WHERE years < 10")[0][0]
+    assert trained.report["records"]["trained"] == expected
+    model = str(models / "my_trained_model")
+    predicted = elasticdl.predict(
+        sql="SELECT name, role FROM testdata",
+        db=hr.url,
+        trained_model=model,
+        output=str(tmp_path / "predictions"),
+        keep_columns="name",
+        num_workers=1,
+    )
+    assert predicted.succeeded, predicted.error
+    assert predicted.report["records"] == {"input": 400, "written": 400}
+    evaluated = elasticdl.evaluate(
+        sql="SELECT name, role, salary FROM testdata", db=hr.url, trained_model=model
+    )
+    assert evaluated.succeeded, evaluated.error
+    truth = np.array([r[0] for r in query(hr, "SELECT salary FROM testdata")])
+    assert evaluated.metrics["mse"] < 0.5 * float(np.var(truth))
+    with pytest.raises(ValueError, match="either --data or --sql"):
+        elasticdl.evaluate(sql="SELECT 1", db=hr.url, data="x", trained_model=model)
+    with pytest.raises(ValueError, match="--sql needs --db"):
+        elasticdl.train(model_def="regressor.DNN", sql="SELECT 1", output=str(tmp_path / "o"))

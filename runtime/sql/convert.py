@@ -211,53 +211,64 @@ class _Columns:
                 f"{kind}; give a numeric fill value"
             ) from None
 
-    def clean(self, rows: list[Sequence[Any]], first_row: int) -> list[list[Any]]:
-        """Rows with NULLs handled and values normalized to their column's kind."""
+    def clean(self, rows: list[Sequence[Any]], first_row: int) -> list[Any]:
+        """The batch column by column, NULLs handled, values normalized to their kind."""
+        if any(None in row for row in rows):
+            rows = self._without_nulls(rows, first_row)
+        if not rows:
+            return [[] for _ in self.names]
+        columns: list[Any] = list(zip(*rows, strict=True))
+        for i, kind in enumerate(self.kinds):
+            columns[i] = self._normalize(i, kind, columns[i], first_row)
+        return columns
+
+    def _without_nulls(self, rows: list[Sequence[Any]], first_row: int) -> list[Sequence[Any]]:
         out = []
         for offset, row in enumerate(rows):
-            values = list(row)
-            if None in values:
-                for i, value in enumerate(values):
-                    if value is None:
-                        self.null_counts[i] += 1
-                if self.nulls.action == "skip":
-                    self.skipped_rows += 1
-                    continue
-                if self.nulls.action == "error":
-                    column = self.names[values.index(None)]
-                    raise ConversionError(
-                        f"column {column!r} is NULL in row {first_row + offset + 1}; filter it "
-                        "in the SELECT or pass --on_null skip or --on_null fill:VALUE"
-                    )
-                values = [self.fill[i] if v is None else v for i, v in enumerate(values)]
-            out.append(values)
-        for i, kind in enumerate(self.kinds):
-            column = [values[i] for values in out]
-            self._normalize(i, kind, column, out, first_row)
+            if None not in row:
+                out.append(row)
+                continue
+            for i, value in enumerate(row):
+                if value is None:
+                    self.null_counts[i] += 1
+            if self.nulls.action == "skip":
+                self.skipped_rows += 1
+                continue
+            if self.nulls.action == "error":
+                column = self.names[list(row).index(None)]
+                raise ConversionError(
+                    f"column {column!r} is NULL in row {first_row + offset + 1}; filter it "
+                    "in the SELECT or pass --on_null skip or --on_null fill:VALUE"
+                )
+            out.append([self.fill[i] if v is None else v for i, v in enumerate(row)])
         return out
 
-    def _normalize(
-        self, i: int, kind: Kind, column: list[Any], rows: list[list[Any]], first_row: int
-    ) -> None:
+    def _normalize(self, i: int, kind: Kind, column: Sequence[Any], first_row: int) -> Any:
         if kind == "float":
+            if any(isinstance(v, str | bytes | bool) for v in column):
+                bad = next(v for v in column if isinstance(v, str | bytes | bool))
+                raise self._mismatch(i, bad, first_row)
             try:
                 array = np.asarray(column, dtype=np.float64)
             except (TypeError, ValueError):
                 bad = next(v for v in column if not isinstance(v, int | float | decimal.Decimal))
                 raise self._mismatch(i, bad, first_row) from None
-            for values, value in zip(rows, array.tolist(), strict=True):
-                values[i] = value
             self.stats[i].update(array)
-        elif kind == "int64":
-            for value in column:
-                if not isinstance(value, int | np.integer):
-                    raise self._mismatch(i, value, first_row)
+            return array
+        if kind == "int64":
+            if not all(type(v) is int for v in column):
+                for value in column:
+                    if not isinstance(value, int | np.integer):
+                        raise self._mismatch(i, value, first_row)
             self.stats[i].update(np.asarray(column, dtype=np.float64))
-        else:
+            return column
+        if not all(type(v) is str for v in column):
             for value in column:
                 if not isinstance(value, str | bytes | bytearray | memoryview):
                     raise self._mismatch(i, value, first_row)
-            self.stats[i].update([v if isinstance(v, str | bytes) else bytes(v) for v in column])
+            column = [v if isinstance(v, str | bytes) else bytes(v) for v in column]
+        self.stats[i].update(list(column))
+        return column
 
     def _mismatch(self, i: int, value: Any, first_row: int) -> ConversionError:
         return ConversionError(
@@ -419,8 +430,8 @@ def convert(
             yield from batches
 
         for batch in all_batches():
-            for values in columns.clean(batch, seen):
-                shards.write(encoder.encode(values))
+            for record in encoder.encode_columns(columns.clean(batch, seen)):
+                shards.write(record)
                 written += 1
             seen += len(batch)
             progress.update(written)

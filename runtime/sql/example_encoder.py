@@ -42,61 +42,106 @@ def varint(value: int) -> bytes:
     return bytes(out)
 
 
-def _field(tag: int, payload: bytes) -> bytes:
-    return bytes((tag,)) + varint(len(payload)) + payload
+_SMALL = [varint(i) for i in range(1 << 14)]
+
+
+def _varint_fast(value: int) -> bytes:
+    return _SMALL[value] if 0 <= value < 16384 else varint(value)
+
+
+def _entry(key_field: bytes, feature: bytes) -> bytes:
+    """A `feature` map entry: {key: name, value: Feature} as a length-delimited field."""
+    body = key_field + b"\x12" + _varint_fast(len(feature)) + feature
+    return b"\x0a" + _varint_fast(len(body)) + body
+
+
+class _Column:
+    """One column's entry encoders, with everything constant about it computed once."""
+
+    def __init__(self, name: str, kind: Kind) -> None:
+        self.kind = kind
+        self.key = b"\x0a" + varint(len(name.encode())) + name.encode()
+        # Feature{float_list{value: [v]}} is 0x12 06 0A 04 <4 bytes>: the entry is a constant
+        # prefix plus the value. An int64 entry's prefix depends only on the varint's length.
+        self.float_prefix = _entry(self.key, b"\x12\x06\x0a\x04" + b"\0" * 4)[:-4]
+        self.int_prefixes = [b""] + [
+            _entry(self.key, b"\x1a" + bytes((n + 2,)) + b"\x0a" + bytes((n,)) + b"\0" * n)[:-n]
+            for n in range(1, 11)
+        ]
+        self._vector = _VECTOR_ENCODERS[kind]
+
+    def scalar(self, value: Any) -> bytes:
+        if self.kind == "float":
+            return self.float_prefix + _FLOAT(value)
+        if self.kind == "int64":
+            packed = _varint_fast(int(value))
+            return self.int_prefixes[len(packed)] + packed
+        data = value.encode() if isinstance(value, str) else bytes(value)
+        inner = b"\x0a" + _varint_fast(len(data)) + data
+        return _entry(self.key, b"\x0a" + _varint_fast(len(inner)) + inner)
+
+    def any(self, value: Any) -> bytes:
+        if isinstance(value, list | tuple | np.ndarray):
+            return _entry(self.key, self._vector(value))
+        return self.scalar(value)
+
+    def batch(self, values: Sequence[Any]) -> list[bytes]:
+        """Entries for a column of scalars (no None)."""
+        if self.kind == "float":
+            raw = np.asarray(values, dtype="<f4").tobytes()
+            prefix = self.float_prefix
+            return [prefix + raw[i : i + 4] for i in range(0, len(raw), 4)]
+        if self.kind == "int64":
+            prefixes, small = self.int_prefixes, _SMALL
+            out = []
+            for value in values:
+                value = int(value)
+                packed = small[value] if 0 <= value < 16384 else varint(value)
+                out.append(prefixes[len(packed)] + packed)
+            return out
+        return [self.scalar(value) for value in values]
 
 
 class ExampleEncoder:
-    """Encodes rows of scalar values (one per column, None for absent) as Example bytes."""
+    """Encodes rows of values (one per column, None for absent) as tf.train.Example bytes."""
 
     def __init__(self, columns: Sequence[tuple[str, Kind]]) -> None:
         self.columns = list(columns)
-        self._keys = [_field(0x0A, name.encode()) for name, _ in self.columns]
-        self._encoders = [self._encoder_for(kind) for _, kind in self.columns]
-
-    @staticmethod
-    def _encoder_for(kind: Kind) -> Any:
-        vector = _VECTOR_ENCODERS[kind]
-        scalar = ExampleEncoder._scalar_encoder_for(kind)
-        return lambda v: vector(v) if isinstance(v, list | tuple | np.ndarray) else scalar(v)
-
-    @staticmethod
-    def _scalar_encoder_for(kind: Kind) -> Any:
-        if kind == "float":
-            # Feature{float_list{value: [v]}} has a fixed size: 0x12 06 0A 04 <4 bytes>.
-            return lambda v: b"\x12\x06\x0a\x04" + _FLOAT(v)
-        if kind == "int64":
-
-            def int64(v: int) -> bytes:
-                packed = varint(int(v))
-                inner = b"\x0a" + bytes((len(packed),)) + packed
-                return b"\x1a" + bytes((len(inner),)) + inner
-
-            return int64
-        if kind == "bytes":
-
-            def text(v: Any) -> bytes:
-                data = v.encode() if isinstance(v, str) else bytes(v)
-                inner = b"\x0a" + varint(len(data)) + data
-                return b"\x0a" + varint(len(inner)) + inner
-
-            return text
-        raise ValueError(f"unknown feature kind {kind!r}")
+        for name, kind in self.columns:
+            if kind not in _VECTOR_ENCODERS:
+                raise ValueError(f"unknown feature kind {kind!r} for column {name!r}")
+        self._columns = [_Column(name, kind) for name, kind in self.columns]
 
     def encode(self, row: Sequence[Any]) -> bytes:
         """One row as a serialized tf.train.Example; None values are left out.
 
         A value is a scalar, or a list / NumPy array for a feature of several values.
         """
-        entries = []
-        for key, encode, value in zip(self._keys, self._encoders, row, strict=True):
-            if value is None:
-                continue
-            feature = encode(value)
-            entry = key + b"\x12" + varint(len(feature)) + feature
-            entries.append(b"\x0a" + varint(len(entry)) + entry)
-        features = b"".join(entries)
-        return b"\x0a" + varint(len(features)) + features
+        body = b"".join(
+            column.any(value)
+            for column, value in zip(self._columns, row, strict=True)
+            if value is not None
+        )
+        return b"\x0a" + _varint_fast(len(body)) + body
+
+    def encode_columns(self, columns: Sequence[Sequence[Any]]) -> list[bytes]:
+        """Many rows given column by column (scalars, no None): one Example each.
+
+        Column-at-a-time encoding does the per-kind work once per column, not once per value;
+        it is several times faster than `encode` per row for tables.
+        """
+        if len(columns) != len(self._columns):
+            raise ValueError(f"expected {len(self._columns)} columns, got {len(columns)}")
+        entries = [
+            column.batch(values) for column, values in zip(self._columns, columns, strict=True)
+        ]
+        small = _SMALL
+        out = []
+        for parts in zip(*entries, strict=True):
+            body = b"".join(parts)
+            size = len(body)
+            out.append(b"\x0a" + (small[size] if size < 16384 else varint(size)) + body)
+        return out
 
 
 def _float_list(values: Any) -> bytes:

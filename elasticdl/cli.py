@@ -160,6 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_command(commands)
     _add_inference_commands(commands)
     _add_sql_command(commands)
+    from elasticdl.render_command import add_lint_command, add_render_command
+
+    add_render_command(commands)
+    add_lint_command(commands)
     _add_data_commands(commands)
     _add_zoo_commands(commands)
     return parser
@@ -290,6 +294,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_inference(args)
         if args.command == "sql":
             return _run_sql(args)
+        if args.command in ("render", "lint"):
+            from elasticdl.render_command import run as run_render
+
+            return run_render(args)
         if args.command == "data":
             _run_data(args)
         elif args.command == "zoo":

@@ -26,6 +26,7 @@ import decimal
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -132,9 +133,27 @@ def _check_select(sql: str) -> None:
         )
 
 
+_OUR_FILE = re.compile(r"^data-\d{5}\.recordio$")
+
+
 def _check_output(output: str, storage_options: dict[str, Any] | None) -> None:
+    """Refuse an output that holds anything, except the debris of an unfinished conversion.
+
+    An object store upload that died midway leaves `data-NNNNN.recordio` files without the
+    `schema.json` that completes them; a retried conversion (an Argo retry) replaces those.
+    """
     fs, path = fsspec.core.url_to_fs(output, **(storage_options or {}))
-    if fs.exists(path) and (not fs.isdir(path) or fs.ls(path)):
+    if not fs.exists(path):
+        return
+    if not fs.isdir(path):
+        raise ConversionError(f"--output {output!r} is a file; give a directory location")
+    names = [p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)]
+    if names and all(_OUR_FILE.match(n) for n in names):
+        log.warning("removing an unfinished earlier conversion at %s", output)
+        for name in names:
+            fs.rm(f"{path.rstrip('/')}/{name}")
+        return
+    if names:
         raise ConversionError(
             f"--output {output!r} already exists and is not empty; choose a new location "
             "(converted data is never overwritten)"

@@ -189,7 +189,7 @@ def _predict(
         for part in sorted((work / "predictions").glob("part-*"))
         for row in read_rows(str(part), "recordio")
     ]
-    values, kind = _prediction_values(rows)
+    values, kind = prediction_values(rows)
     if key_column is not None:
         pairs = [(row[key_column][0], value) for row, value in zip(rows, values, strict=True)]
         count = writeback.fill_column(db, table, result_column, key_column, pairs)
@@ -203,7 +203,7 @@ def _predict(
     return StatementResult("predict", "succeeded", model, rows=count, table=table)
 
 
-def _prediction_values(rows: list[dict[str, Any]]) -> tuple[list[Any], str]:
+def prediction_values(rows: list[dict[str, Any]]) -> tuple[list[Any], str]:
     """One value per row: the prediction, or the class (argmax) of a vector of scores."""
     widths = {len(row["prediction"]) for row in rows}
     if widths == {1}:

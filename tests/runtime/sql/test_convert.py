@@ -252,3 +252,12 @@ def test_standard_input_function_parses_a_converted_table(tmp_path, hr_db):
     ]
     only = next(iter(input_fn(dataset, Mode.PREDICTION, metadata).batch(4)))
     assert sorted(only) == ["id", "role"]
+
+
+def test_a_retried_conversion_replaces_an_unfinished_one(tmp_path, hr_db):
+    out = tmp_path / "t"
+    out.mkdir()
+    (out / "data-00000.recordio").write_bytes(b"half an upload")
+    result = convert(hr_db, "SELECT id FROM employee", str(out))
+    assert result.rows == 1000 and (out / "schema.json").exists()
+    assert len(list(read_records(str(out / "data-00000.recordio")))) == 1000

@@ -1,0 +1,163 @@
+"""Pipeline step `train`: the elastic training job's master.
+
+    python -m elasticdl.steps.train --model_def=regressor.DNN --data=gs://b/train \\
+        --output=gs://b/models/m1 [--instance_manager local|kubernetes] \\
+        [--init_from_latest gs://b/models/LATEST] [every `elasticdl train` flag]
+
+The flags are `elasticdl train`'s (the same parser) plus:
+
+* `--instance_manager`: where the master starts its workers. `local` starts them as processes
+  next to the master (in its pod on Argo); `kubernetes` (one pod each) comes with the
+  Kubernetes instance manager and is refused until then.
+* `--init_from_latest URL`: warm start. URL is a `LATEST` pointer (what the `publish latest`
+  step writes): the job starts from the checkpoints of the model it names. No pointer yet (the
+  first run of a schedule) means a cold start; a model without checkpoints is an error.
+* `--resume true`: when Argo retries the step after its pod was killed, --output holds the
+  checkpoints the interrupted attempt wrote (with --checkpoint_steps); continue from them
+  instead of refusing the non-empty --output.
+
+Exit status 0 when the model is published, 1 when the job failed, 2 for bad input (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from elasticdl.runtime.master.job import JobResult
+    from elasticdl.runtime.master.options import TrainOptions
+
+log = logging.getLogger("elasticdl.steps.train")
+
+INSTANCE_MANAGERS = ("local", "kubernetes")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from elasticdl.train_command import add_train_arguments
+
+    add_train_arguments(parser)
+    step = parser.add_argument_group("pipeline step")
+    step.add_argument(
+        "--instance_manager",
+        default="local",
+        choices=INSTANCE_MANAGERS,
+        help="local: worker processes beside the master; kubernetes: one pod each",
+    )
+    step.add_argument(
+        "--init_from_latest",
+        default="",
+        help="a LATEST pointer URL: start from the checkpoints of the model it names",
+    )
+    step.add_argument(
+        "--resume",
+        default="false",
+        choices=["false", "true"],
+        help="true: if --output holds only the checkpoints of an interrupted attempt (a pod "
+        "killed mid-job and retried), continue from them",
+    )
+
+
+def checkpoint_dir_from_latest(latest_url: str) -> str:
+    """The checkpoint directory of the model a LATEST pointer names; "" when there is no
+    pointer yet; ValueError when the model has no checkpoints to start from."""
+    import fsspec
+
+    from elasticdl.steps.publish import read_latest
+
+    model = read_latest(latest_url)
+    if model is None:
+        log.info("no %s yet: training from scratch", latest_url)
+        return ""
+    checkpoints = f"{model.rstrip('/')}/checkpoints"
+    fs, path = fsspec.core.url_to_fs(checkpoints)
+    if not fs.exists(path) or not fs.ls(path):
+        raise ValueError(
+            f"--init_from_latest {latest_url!r} names {model!r}, which has no checkpoints; "
+            "train with --checkpoint_steps > 0 so the next run can start from them"
+        )
+    log.info("warm start from %s", checkpoints)
+    return checkpoints
+
+
+def interrupted_checkpoints(output: str) -> str:
+    """`<output>/checkpoints` when `output` holds nothing but the checkpoints of a job that
+    stopped before it published; "" otherwise."""
+    import fsspec
+
+    from elasticdl.runtime.outputs import JOB_OWNED
+
+    fs, path = fsspec.core.url_to_fs(output)
+    if not fs.exists(path) or not fs.isdir(path):
+        return ""
+    names = {p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)}
+    checkpoints = f"{path.rstrip('/')}/checkpoints"
+    if not names or not names <= JOB_OWNED or not fs.ls(checkpoints, detail=False):
+        return ""
+    return f"{output.rstrip('/')}/checkpoints"
+
+
+def run(
+    options: TrainOptions,
+    instance_manager: str = "local",
+    init_from_latest: str = "",
+    resume: bool = False,
+) -> JobResult:
+    """Run the job; ValueError (one clear message) for bad input, before anything starts.
+
+    `resume`: a retried attempt continues from the checkpoints the interrupted one left in
+    --output (before --init_from_latest, which only seeds the first attempt)."""
+    if instance_manager == "kubernetes":
+        raise ValueError(
+            "--instance_manager kubernetes is not available yet: the Kubernetes instance "
+            "manager comes in a later release; use --instance_manager local (workers run as "
+            "processes in the master's pod)"
+        )
+    if instance_manager not in INSTANCE_MANAGERS:
+        raise ValueError(f"--instance_manager {instance_manager!r}: expected local or kubernetes")
+    if init_from_latest and options.checkpoint_dir_for_init:
+        raise ValueError("give --init_from_latest or --checkpoint_dir_for_init, not both")
+    own = interrupted_checkpoints(options.output) if resume else ""
+    if own:
+        log.info("resuming the interrupted job from %s", own)
+        options.checkpoint_dir_for_init = own
+    elif init_from_latest:
+        options.checkpoint_dir_for_init = checkpoint_dir_from_latest(init_from_latest)
+    from elasticdl.runtime.master.job import TrainingJob
+
+    return TrainingJob(options).run()
+
+
+def run_from_args(args: argparse.Namespace) -> JobResult:
+    from elasticdl.train_command import options_from_namespace
+
+    return run(
+        options_from_namespace(args),
+        args.instance_manager,
+        args.init_from_latest,
+        resume=args.resume == "true",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="elasticdl.steps.train")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s: %(message)s")
+    try:
+        result = run_from_args(args)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"train: error: {err}", file=sys.stderr)
+        return 2
+    if not result.succeeded:
+        print(f"train: the job failed: {result.error}", file=sys.stderr)
+        return 1
+    print(f"trained model written to {result.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

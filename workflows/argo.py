@@ -1,0 +1,333 @@
+"""The Argo builder: a pipeline definition as hera objects.
+
+One container template per step and one DAG template (`main`) whose tasks are the steps, with
+`depends` from `Step.after` and `when` from `Step.when`. The same templates make
+
+* a standalone ``Workflow`` (``argo submit``): the parameters carry the user's values;
+* a ``WorkflowTemplate`` (``elasticdl-train`` / ``elasticdl-predict``): the parameters carry
+  defaults, descriptions and enums, for the Argo UI's form;
+* a ``CronWorkflow`` that runs the template on ``schedules`` (``workflowTemplateRef``), with
+  ``concurrencyPolicy: Forbid`` and versioned outputs.
+
+How values reach a container. A parameter appears in argv only as ``{{workflow.parameters.x}}``
+(each argv element is one ``--flag=value``: a value that begins with '-' stays a value), a
+choice as an expression tag over ``workflow.parameters`` (``{{=... ? ... : ...}}``): a value
+is text Argo inserts, never expression source, and since values may not contain ``{{``
+(`values.check_user_value`) Argo's second substitution pass finds nothing in them. A value
+that needs an earlier step's output (the job image kaniko pushed) is computed from the
+template's own inputs: the DAG task passes
+``{{tasks.build-image.outputs.parameters.image}}`` and ``{{workflow.parameters.image}}`` as
+inputs and the template chooses between them; a skipped step's output is then an unused input
+(Argo 3.7 leaves the reference as text; 4.x resolves it to "") rather than an error.
+
+Robustness: every pod step retries infrastructure failures (see `retry`); the job step and the
+workflow have ``activeDeadlineSeconds``; ``podGC: OnPodSuccess`` keeps failed pods for
+debugging; ``ttlStrategy`` deletes finished workflows; an optional semaphore caps concurrent
+jobs; ``onExit`` deletes leftover job pods by label. Argv lists everywhere: no ``sh -c``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hera.workflows import (
+    DAG,
+    Artifact,
+    Container,
+    CronWorkflow,
+    EmptyDirVolume,
+    Env,
+    NoneArchiveStrategy,
+    Parameter,
+    Resources,
+    SecretVolume,
+    Task,
+    Workflow,
+    WorkflowTemplate,
+)
+from hera.workflows import models as m
+
+from elasticdl.workflows.pipeline import Pipeline
+from elasticdl.workflows.retry import retry_strategy
+from elasticdl.workflows.steps import Engine, Step
+from elasticdl.workflows.values import (
+    ARGO_OUTPUT_DIR,
+    ArgoNames,
+    Namespace,
+    Param,
+    RunName,
+    TaskOutput,
+    Value,
+    has_task_output,
+)
+
+ARGO_VERSIONS = ("4", "3.7")
+QUANTITY = re.compile(
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]"
+    r"|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+"""A Kubernetes resource quantity (the pattern of the CRD's resources.requests)."""
+LABELS = {"app.kubernetes.io/name": "elasticdl", "app.kubernetes.io/managed-by": "elasticdl"}
+DESCRIPTION_ANNOTATION = "workflows.argoproj.io/description"
+ENTRYPOINT = "main"
+
+
+@dataclass(frozen=True)
+class ArgoOptions:
+    """Render-time settings (the API server checks these fields before Argo could substitute a
+    parameter into them, so they are not workflow parameters)."""
+
+    argo_version: str = "4"
+    namespace: str | None = None
+    service_account: str = "elasticdl"
+    deadline_seconds: int = 7 * 24 * 3600
+    """activeDeadlineSeconds of the whole workflow."""
+    job_deadline_seconds: int = 3 * 24 * 3600
+    """activeDeadlineSeconds of the elastic job's step (the master's pod)."""
+    retry_limit: int = 3
+    master_cpu: str = "1"
+    master_memory: str = "2Gi"
+    ttl_after_success_seconds: int = 24 * 3600
+    ttl_after_failure_seconds: int = 7 * 24 * 3600
+    semaphore: tuple[str, str] | None = None
+    """(ConfigMap name, key) of a semaphore capping concurrent workflows; None: no cap."""
+    output_artifact: bool = True
+    """Also publish small outputs (the model summary) as Argo artifacts (needs the cluster's
+    artifact repository); they are output parameters in any case."""
+
+    def __post_init__(self) -> None:
+        if self.argo_version not in ARGO_VERSIONS:
+            raise ValueError(
+                f"--argo_version {self.argo_version!r}: expected one of {', '.join(ARGO_VERSIONS)}"
+            )
+        for name in ("deadline_seconds", "job_deadline_seconds"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"--{name} must be > 0, got {getattr(self, name)}")
+        if self.retry_limit < 0:
+            raise ValueError(f"--retry_limit must be >= 0, got {self.retry_limit}")
+        for name, example in (("master_cpu", "500m or 2"), ("master_memory", "512Mi or 4Gi")):
+            if not QUANTITY.match(getattr(self, name)):
+                raise ValueError(
+                    f"--{name} {getattr(self, name)!r} is not a Kubernetes quantity "
+                    f"(e.g. {example})"
+                )
+
+
+def _input_name(leaf: Value) -> str:
+    if isinstance(leaf, Param):
+        return leaf.name
+    if isinstance(leaf, TaskOutput):
+        return f"{leaf.step.replace('-', '_')}_{leaf.name}"
+    if isinstance(leaf, RunName):
+        return "run_name"
+    if isinstance(leaf, Namespace):
+        return "namespace"
+    raise TypeError(f"{leaf!r} cannot be a template input")
+
+
+@dataclass
+class _StepNames:
+    """How one step's values are spelled: routed through template inputs or global."""
+
+    routed: ArgoNames
+    direct: ArgoNames
+    inputs: dict[str, str]
+    """input name -> the argument the DAG task passes (global spelling)."""
+
+    def tag(self, value: Value) -> str:
+        return (self.routed if has_task_output(value) else self.direct).tag(value)
+
+
+def _step_names(step: Step) -> _StepNames:
+    direct = ArgoNames()
+    mapping: dict[Value, str] = {}
+    for value in step.values():
+        if has_task_output(value):
+            for leaf in value.refs():
+                mapping.setdefault(leaf, _input_name(leaf))
+    inputs = {name: direct.tag(leaf) for leaf, name in mapping.items()}
+    return _StepNames(ArgoNames(mapping), direct, inputs)
+
+
+def _container(step: Step, opts: ArgoOptions) -> Container:
+    names = _step_names(step)
+    volumes: list = []
+    for mount in step.secrets:
+        volumes.append(
+            SecretVolume(
+                name=mount.volume,
+                secret_name=names.tag(mount.secret),
+                mount_path=mount.path,
+                read_only=True,
+                optional=True,
+                items=[m.KeyToPath(key=k, path=p) for k, p in mount.items] or None,
+            )
+        )
+    if step.outputs and step.module is None:
+        # Images like kaniko's have no /tmp: give the output files a directory.
+        volumes.append(EmptyDirVolume(name="outputs", mount_path=ARGO_OUTPUT_DIR))
+    outputs: list = [
+        Parameter(
+            name=o.name,
+            description=o.description,
+            value_from=m.ValueFrom(path=f"{ARGO_OUTPUT_DIR}/{o.name}"),
+        )
+        for o in step.outputs
+    ]
+    if opts.output_artifact:
+        outputs += [
+            Artifact(name=o.name, path=f"{ARGO_OUTPUT_DIR}/{o.name}", archive=NoneArchiveStrategy())
+            for o in step.outputs
+            if o.artifact
+        ]
+    return Container(
+        name=step.name,
+        image=names.tag(step.image),
+        command=list(step.argv_command),
+        args=[names.tag(arg) for arg in step.args],
+        env=[Env(name=k, value=v) for k, v in step.env] or None,
+        inputs=[Parameter(name=n) for n in names.inputs] or None,
+        outputs=outputs or None,
+        volumes=volumes or None,
+        resources=(
+            Resources(cpu_request=opts.master_cpu, memory_request=opts.master_memory)
+            if step.long_running
+            else None
+        ),
+        active_deadline_seconds=opts.job_deadline_seconds if step.long_running else None,
+        retry_strategy=retry_strategy(step.retry, opts.retry_limit),
+    )
+
+
+def _dag(pipeline: Pipeline) -> DAG:
+    direct = ArgoNames()
+    tasks = []
+    for step in pipeline.order():
+        if not step.runs_on(Engine.ARGO):
+            continue
+        names = _step_names(step)
+        tasks.append(
+            Task(
+                name=step.name,
+                template=step.name,
+                depends=" && ".join(step.after) or None,
+                when=direct.when(step.when) if step.when is not None else None,
+                arguments=[Parameter(name=n, value=v) for n, v in names.inputs.items()] or None,
+            )
+        )
+    return DAG(name=ENTRYPOINT, tasks=tasks)
+
+
+def templates(pipeline: Pipeline, opts: ArgoOptions) -> list:
+    """The DAG template followed by one container template per step (the exit step last)."""
+    steps = [s for s in pipeline.order() if s.runs_on(Engine.ARGO)]
+    if pipeline.exit_step is not None:
+        steps.append(pipeline.exit_step)
+    return [_dag(pipeline), *[_container(step, opts) for step in steps]]
+
+
+def arguments(
+    pipeline: Pipeline, values: Mapping[str, str], *, for_ui: bool, only_given: bool = False
+) -> list[Parameter]:
+    """The workflow's parameters: every pipeline parameter, with its value when it has one
+    (`only_given`: just those with a value).
+
+    `for_ui` (templates) adds each parameter's description and enum."""
+    result = []
+    for param in pipeline.params:
+        if only_given and param.name not in values:
+            continue
+        kwargs: dict = {"name": param.name}
+        if param.name in values:
+            kwargs["value"] = values[param.name]
+        if for_ui:
+            kwargs["description"] = param.description
+            if param.enum:
+                kwargs["enum"] = list(param.enum)
+        result.append(Parameter(**kwargs))
+    return result
+
+
+def _spec(pipeline: Pipeline, opts: ArgoOptions) -> dict:
+    """Spec fields shared by the Workflow and the WorkflowTemplate."""
+    synchronization = None
+    if opts.semaphore is not None:
+        name, key = opts.semaphore
+        synchronization = m.Synchronization(
+            semaphores=[
+                m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(name=name, key=key))
+            ]
+        )
+    return {
+        "entrypoint": ENTRYPOINT,
+        "templates": templates(pipeline, opts),
+        "on_exit": pipeline.exit_step.name if pipeline.exit_step else None,
+        "service_account_name": opts.service_account,
+        "active_deadline_seconds": opts.deadline_seconds,
+        "pod_gc": m.PodGC(strategy="OnPodSuccess"),
+        "ttl_strategy": m.TTLStrategy(
+            seconds_after_success=opts.ttl_after_success_seconds,
+            seconds_after_failure=opts.ttl_after_failure_seconds,
+        ),
+        "synchronization": synchronization,
+        "namespace": opts.namespace,
+        "labels": {**LABELS, "app.kubernetes.io/component": f"{pipeline.name}-pipeline"},
+        "annotations": {DESCRIPTION_ANNOTATION: pipeline.description},
+    }
+
+
+def build_workflow(pipeline: Pipeline, values: Mapping[str, str], opts: ArgoOptions) -> Workflow:
+    """A standalone Workflow for `argo submit`; `values` are resolved parameter values."""
+    return Workflow(
+        generate_name=f"{pipeline.template_name}-",
+        arguments=arguments(pipeline, values, for_ui=False),
+        **_spec(pipeline, opts),
+    )
+
+
+def build_template(
+    pipeline: Pipeline, values: Mapping[str, str], opts: ArgoOptions
+) -> WorkflowTemplate:
+    """The WorkflowTemplate `elasticdl-<pipeline>`; `values` become the parameters' defaults."""
+    return WorkflowTemplate(
+        name=pipeline.template_name,
+        arguments=arguments(pipeline, values, for_ui=True),
+        **_spec(pipeline, opts),
+    )
+
+
+@dataclass(frozen=True)
+class Schedule:
+    schedules: tuple[str, ...]
+    timezone: str = "UTC"
+    starting_deadline_seconds: int = 600
+    name: str | None = None
+    successful_jobs_history_limit: int = 3
+    failed_jobs_history_limit: int = 3
+
+
+def build_cron(
+    pipeline: Pipeline, values: Mapping[str, str], opts: ArgoOptions, schedule: Schedule
+) -> CronWorkflow:
+    """A CronWorkflow running the pipeline's WorkflowTemplate (installed separately).
+
+    Both Argo 4 and 3.7 take `schedules:` (a list; 3.6 added it, 4 removed `schedule:`), so
+    the same form serves both. `concurrencyPolicy: Forbid`: a run never overlaps the previous
+    one, which matters because each run may start from the model the previous one published.
+    """
+    return CronWorkflow(
+        name=schedule.name or f"{pipeline.template_name}-cron",
+        namespace=opts.namespace,
+        labels={**LABELS, "app.kubernetes.io/component": f"{pipeline.name}-pipeline"},
+        annotations={DESCRIPTION_ANNOTATION: f"Scheduled: {pipeline.description}"},
+        schedules=list(schedule.schedules),
+        timezone=schedule.timezone,
+        concurrency_policy="Forbid",
+        starting_deadline_seconds=schedule.starting_deadline_seconds,
+        successful_jobs_history_limit=schedule.successful_jobs_history_limit,
+        failed_jobs_history_limit=schedule.failed_jobs_history_limit,
+        workflow_template_ref=m.WorkflowTemplateRef(name=pipeline.template_name),
+        arguments=arguments(pipeline, values, for_ui=False, only_given=True),
+    )

@@ -1,0 +1,90 @@
+"""Least-privilege RBAC for the pipelines' pods, plus the optional semaphore ConfigMap.
+
+The ServiceAccount the workflows run as may, in its own namespace only:
+
+* pods: create, get, list, watch, delete, patch -- the elastic master creates its worker and
+  parameter-server pods, watches them, relaunches and retires them; the exit handler deletes
+  leftovers by label;
+* services: create, get, list, watch, delete -- the master gives parameter servers stable
+  addresses; the exit handler deletes leftovers;
+* argoproj.io workflowtaskresults: create, patch -- what Argo's executor (v3.4+) needs to report
+  a step's outputs.
+
+Nothing cluster-wide, no secrets, no exec.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from elasticdl.workflows.argo import LABELS
+
+ROLE_RULES: list[dict[str, Any]] = [
+    {
+        "apiGroups": [""],
+        "resources": ["pods"],
+        "verbs": ["create", "get", "list", "watch", "delete", "patch"],
+    },
+    {
+        "apiGroups": [""],
+        "resources": ["services"],
+        "verbs": ["create", "get", "list", "watch", "delete"],
+    },
+    {
+        "apiGroups": ["argoproj.io"],
+        "resources": ["workflowtaskresults"],
+        "verbs": ["create", "patch"],
+    },
+]
+
+
+def _metadata(name: str, namespace: str | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": dict(LABELS)}
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+def rbac_objects(service_account: str, namespace: str | None = None) -> list[dict[str, Any]]:
+    """ServiceAccount, Role and RoleBinding named `service_account`."""
+    subject: dict[str, Any] = {"kind": "ServiceAccount", "name": service_account}
+    if namespace:
+        subject["namespace"] = namespace
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": _metadata(service_account, namespace),
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": _metadata(service_account, namespace),
+            "rules": ROLE_RULES,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": _metadata(service_account, namespace),
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": service_account,
+            },
+            "subjects": [subject],
+        },
+    ]
+
+
+def semaphore_configmap(
+    name: str, key: str, limit: int, namespace: str | None = None
+) -> dict[str, Any]:
+    """The ConfigMap Argo reads a semaphore's size from: at most `limit` workflows at once."""
+    if limit < 1:
+        raise ValueError(f"--max_concurrent_jobs must be >= 1, got {limit}")
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(name, namespace),
+        "data": {key: str(limit)},
+    }

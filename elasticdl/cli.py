@@ -106,6 +106,9 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
         "that push gradients to parameter servers; workers may die or join at any time.",
     )
     add_train_arguments(train)
+    from elasticdl.argo_engine import add_argo_arguments
+
+    add_argo_arguments(train, "train")
 
 
 def _add_inference_commands(commands: argparse._SubParsersAction) -> None:
@@ -118,6 +121,15 @@ def _add_inference_commands(commands: argparse._SubParsersAction) -> None:
         "one output part per range; every input record yields exactly one output row.",
     )
     add_inference_arguments(predict, "predict")
+    predict.add_argument(
+        "--engine",
+        default="local",
+        choices=["local", "argo"],
+        help="local: this machine; argo: submit the pipeline to --argo_server",
+    )
+    from elasticdl.argo_engine import add_argo_arguments
+
+    add_argo_arguments(predict, "predict")
     evaluate = commands.add_parser(
         "evaluate",
         help="compute a trained model's evaluation metrics on labelled data",
@@ -230,8 +242,14 @@ def _run_zoo(args: argparse.Namespace) -> None:
 
 
 def _run_train(args: argparse.Namespace) -> int:
+    from elasticdl.argo_engine import argo_only_flags, submit_train
     from elasticdl.train_command import run_training
 
+    if args.engine == "argo":
+        return submit_train(args)
+    extra = argo_only_flags(args, "train")
+    if extra:
+        raise ValueError(f"{', '.join(extra)}: only with --engine argo")
     result = run_training(args)
     if not result.succeeded:
         print(f"elasticdl: training failed: {result.error}", file=sys.stderr)
@@ -245,6 +263,14 @@ def _run_inference(args: argparse.Namespace) -> int:
 
     from elasticdl.predict_command import run_inference
 
+    if args.command == "predict":
+        from elasticdl.argo_engine import argo_only_flags, submit_predict
+
+        if args.engine == "argo":
+            return submit_predict(args)
+        extra = argo_only_flags(args, "predict")
+        if extra:
+            raise ValueError(f"{', '.join(extra)}: only with --engine argo")
     result = run_inference(args, args.command)
     if not result.succeeded:
         print(f"elasticdl: {args.command} failed: {result.error}", file=sys.stderr)

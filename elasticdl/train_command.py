@@ -112,7 +112,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     )
     job.add_argument("--job_name", default="")
     job.add_argument("--log_dir", default="", help="job logs (default: a new temp directory)")
-    job.add_argument("--engine", default="local", choices=["local"])
+    job.add_argument(
+        "--engine",
+        default="local",
+        choices=["local", "argo"],
+        help="local: this machine; argo: submit the pipeline to --argo_server",
+    )
 
 
 def options_from_namespace(args: argparse.Namespace) -> TrainOptions:

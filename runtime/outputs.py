@@ -16,6 +16,7 @@ training.
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
 import tempfile
 import uuid
@@ -37,18 +38,30 @@ def _fs(url: str, storage_options: dict[str, Any] | None) -> tuple[Any, str, boo
     return fs, path, protocol in ("file", "local")
 
 
-def check_output(url: str, storage_options: dict[str, Any] | None = None) -> None:
-    """Fail early if `url` already holds a model or cannot be written."""
+def check_output(
+    url: str, storage_options: dict[str, Any] | None = None, resuming: bool = False
+) -> None:
+    """Fail early if `url` already holds a model or cannot be written.
+
+    `resuming`: the job resumes from checkpoints inside `url` (a job that stopped before it
+    published), so the entries a job owns (`JOB_OWNED`) may be there, and nothing else.
+    """
     if not url:
         raise OutputError("--output is required: a directory or URL for the trained model")
     fs, path, _ = _fs(url, storage_options)
     if fs.exists(path):
         if not fs.isdir(path):
             raise OutputError(f"--output {url!r} is a file; give a directory path")
-        if fs.ls(path):
+        names = {posixpath.basename(p.rstrip("/")) for p in fs.ls(path, detail=False)}
+        if names and not (resuming and names <= JOB_OWNED):
+            hint = "(a job never overwrites an earlier model)"
+            if names <= JOB_OWNED:
+                hint = (
+                    "(it holds the checkpoints of a job that did not finish: resume it with "
+                    f"--checkpoint_dir_for_init {url.rstrip('/')}/checkpoints)"
+                )
             raise OutputError(
-                f"--output {url!r} already holds files; choose a new location or remove it "
-                "(a job never overwrites an earlier model)"
+                f"--output {url!r} already holds files; choose a new location or remove it {hint}"
             )
     probe = f"{path.rstrip('/')}/.elasticdl-write-probe-{uuid.uuid4().hex[:8]}"
     created = not fs.exists(path)

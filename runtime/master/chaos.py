@@ -2,14 +2,20 @@
 
 SPEC is a comma-separated list of `TARGET:ACTION@TRIGGER=VALUE`:
 
-    worker1:kill@tasks=3     SIGKILL worker 1 after it finished 3 tasks
-    worker0:term@seconds=5   SIGTERM worker 0 five seconds after the job started
-    worker1:stop@tasks=1     SIGSTOP worker 1 (it hangs: the task timeout must catch it)
-    ps0:kill@seconds=20      SIGKILL parameter server 0
-    worker:add@seconds=4     scale up by one worker
-    worker:remove@seconds=9  scale down by one worker (the newest gets SIGTERM)
+    worker1:kill@tasks=3          SIGKILL worker 1 after it finished 3 tasks
+    worker0:term@seconds=5        SIGTERM worker 0 five seconds after the job started
+    worker1:stop@tasks=1          SIGSTOP worker 1 (it hangs: the task timeout must catch it)
+    ps0:kill@seconds=20           SIGKILL parameter server 0
+    ps0:kill@tasks=6              SIGKILL parameter server 0 once the workers finished 6 tasks
+    worker0+worker1:kill@tasks=2  SIGKILL workers 0 and 1 together, once each finished 2 tasks
+    worker:add@seconds=4          scale up by one worker
+    worker:remove@seconds=9       scale down by one worker (the newest gets SIGTERM)
 
-Each action fires once. `tasks=` counts tasks the named worker finished.
+Each action fires once. `tasks=` counts the tasks the named worker finished (every named
+worker, for a group `worker0+worker1`: the group fires in one pass of the master's loop, when
+the last of them gets there). A parameter server and `worker:add`/`worker:remove` have no tasks
+of their own: for them `tasks=` counts the tasks all workers finished. Task triggers do not
+depend on how fast the machine is.
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 _ITEM = re.compile(
-    r"^(?P<role>worker|ps)(?P<index>\d+)?:(?P<action>kill|term|stop|add|remove)"
+    r"^(?P<targets>(worker|ps)\d*(\+(worker|ps)\d*)*):(?P<action>kill|term|stop|add|remove)"
     r"@(?P<trigger>tasks|seconds)=(?P<value>\d+(\.\d+)?)$"
 )
+_TARGET = re.compile(r"^(?P<role>worker|ps)(?P<index>\d+)?$")
 _SIGNAL_ACTIONS = {"kill", "term", "stop"}
 
 
@@ -37,11 +44,22 @@ class ChaosAction:
     trigger: str
     value: float
     fired: bool = field(default=False, compare=False)
+    group: tuple[int, ...] = ()
+    """Every index the action targets, `index` first (one, unless `worker0+worker1`)."""
+
+    def __post_init__(self) -> None:
+        if not self.group and self.index is not None:
+            self.group = (self.index,)
 
     def __str__(self) -> str:
-        target = f"{self.role}{'' if self.index is None else self.index}"
+        target = "+".join(f"{self.role}{i}" for i in self.group) or self.role
         value = int(self.value) if self.value.is_integer() else self.value
         return f"{target}:{self.action}@{self.trigger}={value}"
+
+    @property
+    def counts_all_tasks(self) -> bool:
+        """True when a task trigger counts every worker's tasks (nothing of its own to count)."""
+        return self.trigger == "tasks" and (self.role == "ps" or self.index is None)
 
 
 def parse_chaos(spec: str | None) -> list[ChaosAction]:
@@ -55,25 +73,33 @@ def parse_chaos(spec: str | None) -> list[ChaosAction]:
         if match is None:
             raise ChaosSpecError(
                 f"--chaos: cannot parse {item!r}; expected TARGET:ACTION@TRIGGER=N such as "
-                "worker1:kill@tasks=3, worker0:term@seconds=5, ps0:kill@seconds=20, "
-                "worker:add@seconds=4 (actions kill|term|stop|add|remove, triggers tasks|seconds)"
+                "worker1:kill@tasks=3, worker0:term@seconds=5, ps0:kill@tasks=6, "
+                "worker0+worker1:kill@tasks=2, worker:add@seconds=4 (actions "
+                "kill|term|stop|add|remove, triggers tasks|seconds)"
             )
-        role, index, action = match["role"], match["index"], match["action"]
-        if action in _SIGNAL_ACTIONS and index is None:
+        targets = [_TARGET.match(t) for t in match["targets"].split("+")]
+        role, action = targets[0]["role"], match["action"]
+        indexes = [t["index"] for t in targets]
+        if len(targets) > 1:
+            if any(t["role"] != role for t in targets) or None in indexes:
+                raise ChaosSpecError(
+                    f"--chaos: {item!r}: a group names processes of one kind, e.g. worker0+worker1"
+                )
+            if len(set(indexes)) < len(indexes):
+                raise ChaosSpecError(f"--chaos: {item!r} names a process twice")
+        if action in _SIGNAL_ACTIONS and indexes[0] is None:
             raise ChaosSpecError(f"--chaos: {item!r} must name one process, e.g. {role}0")
-        if action in ("add", "remove") and (role != "worker" or index is not None):
+        if action in ("add", "remove") and (role != "worker" or indexes[0] is not None):
             raise ChaosSpecError(f"--chaos: {item!r}: add/remove apply to `worker` only")
-        if match["trigger"] == "tasks" and role != "worker":
-            raise ChaosSpecError(f"--chaos: {item!r}: tasks= triggers apply to workers only")
-        if match["trigger"] == "tasks" and index is None:
-            raise ChaosSpecError(f"--chaos: {item!r}: tasks= needs a worker index")
+        group = tuple(int(i) for i in indexes if i is not None)
         actions.append(
             ChaosAction(
                 role,
-                None if index is None else int(index),
+                group[0] if group else None,
                 action,
                 match["trigger"],
                 float(match["value"]),
+                group=group,
             )
         )
     return actions
@@ -82,15 +108,21 @@ def parse_chaos(spec: str | None) -> list[ChaosAction]:
 def due_actions(
     actions: list[ChaosAction], elapsed_s: float, tasks_done: Mapping[int, int]
 ) -> list[ChaosAction]:
-    """Actions whose trigger has come; each is marked fired and returned once."""
+    """Actions whose trigger has come; each is marked fired and returned once.
+
+    `tasks_done` maps worker id -> tasks that worker finished (workers that are gone included).
+    """
     ready = []
+    all_tasks = sum(tasks_done.values())
     for action in actions:
         if action.fired:
             continue
         if action.trigger == "seconds":
             hit = elapsed_s >= action.value
+        elif action.counts_all_tasks:
+            hit = all_tasks >= action.value
         else:
-            hit = tasks_done.get(action.index, 0) >= action.value
+            hit = all(tasks_done.get(i, 0) >= action.value for i in action.group)
         if hit:
             action.fired = True
             ready.append(action)

@@ -139,6 +139,7 @@ class InferenceJob:
         self._events: list[dict[str, Any]] = []
         self._recoveries: list[dict[str, Any]] = []
         self._chaos_fired: list[str] = []
+        self._killed: set[int] = set()
         self._t0 = 0.0
 
     # -- preparation ---------------------------------------------------------------------------
@@ -342,13 +343,20 @@ class InferenceJob:
                     raise JobFailed(tasks.failure)
                 if tasks.finished:
                     return
-                expired = tasks.expired(time.monotonic())
+                expired = [
+                    (worker_id, task, tasks.timeout_of(task.task_id))
+                    for worker_id, task in tasks.expired(time.monotonic())
+                    if worker_id not in self._killed
+                ]
                 tasks_done = dict(servicer.stats.tasks_done)
-                timeout = tasks.task_timeout()
-            for worker_id, task in expired:
+            for worker_id, task, timeout in expired:
                 self._event(
-                    "task_timeout", worker_id=worker_id, task_id=task.task_id, timeout_s=timeout
+                    "task_timeout",
+                    worker_id=worker_id,
+                    task_id=task.task_id,
+                    timeout_s=round(timeout, 3),
                 )
+                self._killed.add(worker_id)  # once: its exit requeues the task
                 manager.signal(Role.WORKER, worker_id, signal.SIGKILL)
             self._fire_chaos(manager, tasks_done)
             if not manager.alive(Role.WORKER):
@@ -415,8 +423,9 @@ class InferenceJob:
                     manager.signal(Role.WORKER, alive[-1], signal.SIGTERM)
                     self._event("worker_removed", worker_id=alive[-1])
             else:
-                sent = manager.signal(Role.WORKER, action.index or 0, _SIGNALS[action.action])
-                self._event("chaos", action=str(action), delivered=sent)
+                for index in action.group or (0,):
+                    sent = manager.signal(Role.WORKER, index, _SIGNALS[action.action])
+                    self._event("chaos", action=str(action), worker_id=index, delivered=sent)
 
     # -- the end ---------------------------------------------------------------------------------
 

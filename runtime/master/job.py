@@ -8,14 +8,20 @@
 3. loop: react at once to process exits (recover the dead worker's unfinished records from
    the PS-confirmed progress, relaunch within the budget), kill workers whose task timed out,
    fire chaos actions, show progress, write TensorBoard points;
-4. when every task is done: pull the parameters, export the model, write the job report, and
-   publish everything at `--output` atomically. A failed job publishes nothing.
+4. when every task is done: pull the parameters, export the model, stop the processes, write
+   the job report, and publish everything at `--output` atomically. A failed job publishes
+   nothing; its report goes to the log directory.
+
+Failures are attributed: the master remembers every signal it sent itself (chaos, a task
+timeout), so an instance killed by SIGKILL that it did not send is reported as killed from
+outside the job, which on one machine is most often the kernel's OOM killer.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import tempfile
 import time
@@ -38,9 +44,9 @@ from elasticdl.runtime.master.instances import (
 )
 from elasticdl.runtime.master.options import TrainOptions
 from elasticdl.runtime.master.progress import ProgressDisplay
+from elasticdl.runtime.master.report import event_dict
 from elasticdl.runtime.master.servicer import MasterServicer, serve_master
 from elasticdl.runtime.master.task_manager import (
-    Event,
     JobFailed,
     TaskManager,
     TaskManagerConfig,
@@ -52,6 +58,10 @@ from elasticdl.runtime.zoo_source import resolve_zoo
 log = logging.getLogger("elasticdl.master")
 
 _LOOP_S = 0.1
+_EXIT_GRACE_S = 0.5
+"""How long a pass that finds no worker alive waits for their exits to be reported."""
+_WORKERS_LEAVE_S = 0.5
+"""At the end, how long workers get to leave by themselves (they poll every 0.2 s)."""
 _SIGNALS = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "stop": signal.SIGSTOP}
 
 
@@ -85,7 +95,12 @@ class _State:
     ps_exits: list[dict[str, Any]] = field(default_factory=list)
     ps_relaunches: int = 0
     recoveries: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    sent: dict[tuple[Role, int], str] = field(default_factory=dict)
+    """Why the master itself signalled an instance (chaos, task timeout), by (role, index)."""
+    timed_out: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Workers killed for a task timeout -> their entry in `failures`."""
     retired: set[int] = field(default_factory=set)
     chaos_fired: list[str] = field(default_factory=list)
 
@@ -107,6 +122,9 @@ class TrainingJob:
         self._eval_metrics: Any = None
         self._next_eval_version = options.evaluation_steps or 0
         self._final_eval_started = False
+        self._resumed_from: dict[str, Any] | None = None
+        self._checkpoint_dir = ""
+        self._final_version: int | None = None
         self.evaluation_history: list[dict[str, Any]] = []
 
     # -- preparation ---------------------------------------------------------------------------
@@ -138,7 +156,16 @@ class TrainingJob:
                     f"--validation_data was given but {o.model_def} defines no evaluation "
                     "metrics; define eval_metrics_fn (or the style's equivalent)"
                 )
-        check_output(o.output)
+        checkpoint_dir = _local_absolute(o.resolved_checkpoint_dir)
+        init_dir = _local_absolute(o.checkpoint_dir_for_init)
+        # Resuming a job that stopped before it published, into the same --output: its
+        # checkpoints are the one thing there, and the new job checkpoints next to them.
+        own_checkpoints = _local_absolute(f"{o.output.rstrip('/')}/checkpoints")
+        resuming_in_place = bool(init_dir) and init_dir.rstrip("/") == own_checkpoints
+        check_output(o.output, resuming=resuming_in_place)
+        if init_dir and init_dir.rstrip("/") == checkpoint_dir.rstrip("/"):
+            init_dir = checkpoint_dir  # one spelling: the PS compares them
+        self._checkpoint_dir = checkpoint_dir
         sample = list(read_records(shards[0].file, 0, min(8, shards[0].num_records)))
         config = JobConfig(
             job_name=self.job_name,
@@ -162,12 +189,12 @@ class TrainingJob:
             seed=o.seed,
             shuffle=o.shuffle,
             intra_op_threads=o.intra_op_threads,
-            checkpoint_dir=o.resolved_checkpoint_dir,
+            checkpoint_dir=checkpoint_dir,
             checkpoint_steps=o.checkpoint_steps,
             keep_checkpoint_max=o.keep_checkpoint_max,
-            checkpoint_dir_for_init=o.checkpoint_dir_for_init,
+            checkpoint_dir_for_init=init_dir,
         )
-        self._check_checkpoints(config, sample)
+        self._check_checkpoints(config, sample, shards[0].file)
         log.info(
             "job %s: %s (%s style) on %d record(s) in %d file(s), %d task(s)/epoch x %d epoch(s)",
             self.job_name,
@@ -194,7 +221,7 @@ class TrainingJob:
         work.mkdir(parents=True, exist_ok=True)
         return config, tasks, sample, work
 
-    def _check_checkpoints(self, config: JobConfig, sample: list[bytes]) -> None:
+    def _check_checkpoints(self, config: JobConfig, sample: list[bytes], file: str) -> None:
         """Fail before starting anything if --checkpoint_dir_for_init does not fit the model."""
         if not config.checkpoint_dir_for_init:
             return
@@ -203,7 +230,9 @@ class TrainingJob:
         from elasticdl.runtime.variables import named_variables
 
         instance = config.load_spec().instantiate()
-        build_model(instance, sample)
+        from elasticdl.runtime.data.metadata import DatasetMetadata
+
+        build_model(instance, sample, metadata=DatasetMetadata.for_file(file, sample[0]))
         trainable, state = named_variables(instance.model)
         shapes = {name: tuple(v.shape) for name, v in {**trainable, **state}.items()}
         version = checkpoint.check_directory(
@@ -215,6 +244,10 @@ class TrainingJob:
             version,
             config.checkpoint_dir_for_init,
         )
+        self._resumed_from = {"dir": config.checkpoint_dir_for_init, "model_version": version}
+        steps = self.options.evaluation_steps
+        if steps:
+            self._next_eval_version = (version // steps + 1) * steps
 
     # -- the job -------------------------------------------------------------------------------
 
@@ -242,7 +275,9 @@ class TrainingJob:
             self._open_tensorboard(work)
             self._watch(servicer, manager, ps_client, progress)
             training_s = time.monotonic() - self._t0
+            self._stop_workers(manager)
             values, version = self._final_parameters(ps_client)
+            self._final_version = version
             staged = staging_dir()
             final_metrics = (
                 self.evaluation_history[-1]["metrics"] if self.evaluation_history else {}
@@ -256,6 +291,8 @@ class TrainingJob:
                 version,
                 metrics=final_metrics,
             )
+            # Stopped before the report, so that the checkpoints it lists are all written.
+            manager.shutdown()
             report = self._report(servicer, "succeeded", "", training_s)
             self._write_outputs(staged, report, work)
             write_trained_model(trained, staged)
@@ -312,25 +349,19 @@ class TrainingJob:
                     if not servicer.evaluations.pending:
                         break
                 now = time.monotonic()
-                expired = tasks.expired(now)
+                expired = [(w, t, tasks.timeout_of(t.task_id)) for w, t in tasks.expired(now)]
                 tasks_done = dict(servicer.stats.tasks_done)
-            for worker_id, task in expired:
-                self._event(
-                    "task_timeout",
-                    worker_id=worker_id,
-                    task_id=task.task_id,
-                    timeout_s=round(tasks.task_timeout(), 3),
-                )
-                manager.signal(Role.WORKER, worker_id, signal.SIGKILL)
-                self._state.retired.discard(worker_id)
+            for worker_id, task, timeout_s in expired:
+                self._on_timeout(manager, worker_id, task.task_id, timeout_s)
             self._fire_chaos(manager, tasks_done)
+            if not manager.alive(Role.WORKER):
+                # Workers that died since this pass began (chaos may kill them all at once)
+                # are relaunched first: only workers gone for good fail the job.
+                for exit_ in manager.exits(timeout=_EXIT_GRACE_S):
+                    self._on_exit(exit_, servicer, manager, ps_client)
+                if not manager.alive(Role.WORKER):
+                    raise JobFailed(self._no_workers_left())
             alive = manager.alive(Role.WORKER)
-            if not alive:
-                raise JobFailed(
-                    "all workers are gone and the relaunch budget "
-                    f"(--max_worker_relaunches={self.options.max_worker_relaunches}) is spent; "
-                    f"last worker exit: {self._last_worker_failure()}"
-                )
             with servicer.lock:
                 records = tasks.records_trained
                 epoch = tasks.epoch
@@ -340,6 +371,19 @@ class TrainingJob:
         with servicer.lock:
             progress.update(tasks.records_trained, tasks.epoch, servicer.stats.last_loss, 0, True)
         self._write_tensorboard(servicer)
+
+    def _stop_workers(self, manager: InstanceManager) -> None:
+        """Every task is done: workers leave when told so; the rest are killed after a moment.
+
+        A worker still starting up (a relaunch late in the job) acts on SIGTERM only once it
+        is ready, seconds later; it holds nothing, so it is not waited for.
+        """
+        deadline = time.monotonic() + _WORKERS_LEAVE_S
+        while manager.alive(Role.WORKER) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for worker_id in manager.alive(Role.WORKER):
+            self._state.sent[(Role.WORKER, worker_id)] = "job finished"
+            manager.signal(Role.WORKER, worker_id, signal.SIGKILL)
 
     def _final_metrics(self) -> dict[str, float]:
         return dict(self.evaluation_history[-1]["metrics"]) if self.evaluation_history else {}
@@ -386,11 +430,68 @@ class TrainingJob:
                         tf.summary.scalar(f"eval/{name}", value, step=round_.version)
                 self._tb_writer.flush()
 
-    def _last_worker_failure(self) -> str:
-        for record in sorted(self._state.workers.values(), key=lambda r: -r.worker_id):
-            if record.exit and record.exit["reason"] != "exited":
-                return f"worker {record.worker_id}: {record.exit['detail']}"
-        return "none recorded"
+    def _no_workers_left(self) -> str:
+        failed = [f for f in self._state.failures if f["role"] == "worker"]
+        text = (
+            "all workers are gone and the relaunch budget "
+            f"(--max_worker_relaunches={self.options.max_worker_relaunches}) is spent"
+        )
+        if not failed:
+            return text
+        last = failed[-1]
+        if len(failed) > 1 and all(f["cause"] == last["cause"] for f in failed):
+            return f"{text}: {len(failed)} worker failures, each {last['cause']}"
+        last_one = f"worker {last['id']} {last['cause']}"
+        return f"{text}: {len(failed)} worker failure(s), the last: {last_one}"
+
+    def _on_timeout(
+        self, manager: InstanceManager, worker_id: int, task_id: int, timeout_s: float
+    ) -> None:
+        """Kill a worker whose task made no progress for the task timeout (once)."""
+        if worker_id in self._state.timed_out:
+            return  # killed already; its exit is on its way
+        cause = (
+            f"hung: no progress on task {task_id} for more than the task timeout "
+            f"({timeout_s:.1f} s); killed by the master with SIGKILL"
+        )
+        self._event(
+            "task_timeout", worker_id=worker_id, task_id=task_id, timeout_s=round(timeout_s, 3)
+        )
+        failure = self._failure(Role.WORKER, worker_id, cause, self._elapsed())
+        self._state.timed_out[worker_id] = failure
+        self._state.sent[(Role.WORKER, worker_id)] = "task timeout"
+        self._state.retired.discard(worker_id)
+        manager.signal(Role.WORKER, worker_id, signal.SIGKILL)
+
+    def _failure(self, role: Role, index: int, cause: str, at_s: float) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "role": str(role),
+            "id": index,
+            "cause": cause,
+            "at_s": at_s,
+            "requeue_s": None,
+            "tasks_requeued": 0,
+            "records_requeued": 0,
+        }
+        self._state.failures.append(entry)
+        return entry
+
+    def _exit_cause(self, exit_: InstanceExit, last_line: str) -> str:
+        """Why an instance ended, as a phrase after "worker 3 " / "parameter server 0 "."""
+        sent = self._state.sent.pop((exit_.role, exit_.index), "")
+        if exit_.signal is not None:
+            name = signal.Signals(exit_.signal).name
+            if sent:
+                return f"killed by {name} ({sent})"
+            if exit_.signal == signal.SIGKILL:
+                return (
+                    f"killed by SIGKILL from outside the job (exit status {128 + exit_.signal}:"
+                    " most often the kernel's OOM killer; check how much memory it needs)"
+                )
+            return f"killed by {name}"
+        if exit_.exit_code == 0:
+            return "exited" + (f" ({sent})" if sent else "")
+        return f"exited with code {exit_.exit_code}" + (f": {last_line}" if last_line else "")
 
     def _on_exit(
         self,
@@ -401,38 +502,10 @@ class TrainingJob:
     ) -> None:
         last_line = _last_line(exit_.log_tail)
         if exit_.role is Role.PS:
-            self._state.ps_exits.append(
-                {"ps_id": exit_.index, "detail": exit_.describe(), "log": last_line}
-            )
-            with servicer.lock:
-                finished = servicer.tasks.finished
-            if finished:
-                return
-            if not self.options.checkpoint_steps:
-                raise JobFailed(
-                    f"parameter server {exit_.index} stopped ({exit_.describe()}): its "
-                    f"parameters are lost and this job has no checkpoint to restore from "
-                    f"(--checkpoint_steps). {last_line}".strip()
-                )
-            if self._state.ps_relaunches >= self.options.max_ps_relaunches:
-                raise JobFailed(
-                    f"parameter server {exit_.index} stopped ({exit_.describe()}) and the "
-                    f"relaunch budget (--max_ps_relaunches={self.options.max_ps_relaunches}) "
-                    f"is spent. {last_line}".strip()
-                )
-            self._state.ps_relaunches += 1
-            manager.start_ps(exit_.index)
-            seconds = round(time.monotonic() - exit_.at, 4)
-            self._event("ps_relaunched", ps_id=exit_.index, seconds=seconds)
-            self._state.recoveries.append(
-                {
-                    "cause": f"ps{exit_.index} {exit_.reason}",
-                    "seconds": seconds,
-                    "tasks_requeued": 0,
-                }
-            )
+            self._on_ps_exit(exit_, servicer, manager, last_line)
             return
         record = self._state.workers.get(exit_.index)
+        cause = self._exit_cause(exit_, last_line)
         with servicer.lock:
             unfinished = servicer.tasks.doing(exit_.index)
             finished = servicer.tasks.finished
@@ -453,8 +526,13 @@ class TrainingJob:
         if exit_.exit_code == 0 and not unfinished and (finished or retired):
             return
         self._event("worker_exit", worker_id=exit_.index, reason=reason, detail=detail)
+        failure = hung = None
         if not preempted:
             self._state.failed_workers += 1
+            hung = self._state.timed_out.pop(exit_.index, None)
+            failure = hung or self._failure(
+                Role.WORKER, exit_.index, cause, round(exit_.at - self._t0, 3)
+            )
         if unfinished:
             applied = {}
             try:
@@ -465,12 +543,12 @@ class TrainingJob:
                 requeued = servicer.tasks.recover_worker(
                     exit_.index,
                     time.monotonic(),
-                    cause=f"worker {exit_.index} {reason}",
+                    cause=f"worker {exit_.index} {reason if preempted else cause}",
                     detected_at=exit_.at,
                     applied=applied,
                     count_failure=not preempted,
                 )
-                failure = servicer.tasks.failure
+                job_failure = servicer.tasks.failure
             seconds = round(time.monotonic() - exit_.at, 4)
             self._state.recoveries.append(
                 {
@@ -480,18 +558,32 @@ class TrainingJob:
                 }
             )
             if failure is not None:
-                raise JobFailed(failure)
+                # From the failure (a hang: its detection) to its work being back in the queue.
+                failure["requeue_s"] = (
+                    round(time.monotonic() - self._t0 - failure["at_s"], 4) if hung else seconds
+                )
+                failure["tasks_requeued"] = len(requeued)
+                failure["records_requeued"] = sum(t.num_records for t in requeued)
+            if job_failure is not None:
+                raise JobFailed(job_failure)
         if retired:
             return
         if preempted:
             self._state.preemptions += 1
         elif self._state.relaunches >= self.options.max_worker_relaunches:
-            self._event("relaunch_refused", worker_id=exit_.index, reason="budget spent")
+            self._event(
+                "relaunch_refused",
+                worker_id=exit_.index,
+                reason=f"relaunch budget spent (--max_worker_relaunches="
+                f"{self.options.max_worker_relaunches}); worker {exit_.index} {cause}",
+            )
             return
         else:
             self._state.relaunches += 1
         started = time.monotonic()
         new_id = self._launch_worker(manager, replaces=exit_.index)
+        if failure is not None:
+            failure["relaunched_as"] = new_id
         self._event(
             "worker_relaunched",
             worker_id=new_id,
@@ -499,6 +591,76 @@ class TrainingJob:
             seconds=round(time.monotonic() - exit_.at, 4),
             launch_s=round(time.monotonic() - started, 4),
         )
+
+    def _on_ps_exit(
+        self,
+        exit_: InstanceExit,
+        servicer: MasterServicer,
+        manager: InstanceManager,
+        last_line: str,
+    ) -> None:
+        self._state.ps_exits.append(
+            {"ps_id": exit_.index, "detail": exit_.describe(), "log": last_line}
+        )
+        with servicer.lock:
+            finished = servicer.tasks.finished
+            version_before = servicer.stats.model_version
+        if finished:
+            return
+        cause = self._exit_cause(exit_, last_line)
+        failure = self._failure(Role.PS, exit_.index, cause, round(exit_.at - self._t0, 3))
+        who = f"parameter server {exit_.index} {cause}"
+        if not self.options.checkpoint_steps:
+            raise JobFailed(
+                f"{who}: its parameters are lost and this job has no checkpoint to restore "
+                "from (--checkpoint_steps)"
+            )
+        if self._state.ps_relaunches >= self.options.max_ps_relaunches:
+            raise JobFailed(
+                f"{who}, and the relaunch budget (--max_ps_relaunches="
+                f"{self.options.max_ps_relaunches}) is spent"
+            )
+        self._state.ps_relaunches += 1
+        restored = self._latest_checkpoint()
+        manager.start_ps(exit_.index)
+        seconds = round(time.monotonic() - exit_.at, 4)
+        failure["relaunch_s"] = seconds
+        if restored is not None:
+            # The relaunched shard restores the newest valid checkpoint: every update after it
+            # is gone from the model. The version it had reached is the newest the workers
+            # reported, so the count of versions rolled back may be short by one report.
+            failure["restored_version"] = restored
+            failure["model_version_before"] = version_before
+            failure["rolled_back_versions"] = max(0, version_before - restored)
+        self._event("ps_relaunched", ps_id=exit_.index, seconds=seconds, restored=restored)
+        self._state.recoveries.append(
+            {"cause": f"ps{exit_.index} {exit_.reason}", "seconds": seconds, "tasks_requeued": 0}
+        )
+
+    def _latest_checkpoint(self) -> int | None:
+        from elasticdl.runtime.ps import checkpoint
+
+        directory = self._checkpoint_dir
+        try:
+            return checkpoint.latest_valid_version(directory) if directory else None
+        except Exception as err:  # noqa: BLE001 - the report is informative, not vital
+            log.warning("could not list checkpoints in %s: %s", directory, err)
+            return None
+
+    def _checkpoints(self) -> list[dict[str, Any]]:
+        """The valid checkpoints under the job's checkpoint directory, oldest first."""
+        from elasticdl.runtime.ps import checkpoint
+
+        directory = self._checkpoint_dir
+        if not directory:
+            return []
+        try:
+            versions = checkpoint.valid_versions(directory)
+        except Exception as err:  # noqa: BLE001 - the report is informative, not vital
+            log.warning("could not list checkpoints in %s: %s", directory, err)
+            return []
+        root = directory.rstrip("/")
+        return [{"version": v, "path": f"{root}/{checkpoint.version_dirname(v)}"} for v in versions]
 
     def _fire_chaos(self, manager: InstanceManager, tasks_done: dict[int, int]) -> None:
         for action in due_actions(self.chaos, time.monotonic() - self._t0, tasks_done):
@@ -511,12 +673,24 @@ class TrainingJob:
                 if alive:
                     victim = alive[-1]
                     self._state.retired.add(victim)
+                    self._state.sent[(Role.WORKER, victim)] = f"chaos {action}"
                     manager.signal(Role.WORKER, victim, signal.SIGTERM)
                     self._event("worker_removed", worker_id=victim, chaos=str(action))
             else:
                 role = Role.PS if action.role == "ps" else Role.WORKER
-                sent = manager.signal(role, action.index or 0, _SIGNALS[action.action])
-                self._event("chaos", action=str(action), delivered=sent)
+                delivered = []
+                for index in action.group:
+                    self._state.sent[(role, index)] = f"chaos {action}"
+                    if manager.signal(role, index, _SIGNALS[action.action]):
+                        delivered.append(index)
+                    else:
+                        self._state.sent.pop((role, index), None)
+                self._event(
+                    "chaos",
+                    action=str(action),
+                    delivered=len(delivered) == len(action.group),
+                    to=[f"{role}{i}" for i in delivered],
+                )
 
     # -- the end ---------------------------------------------------------------------------------
 
@@ -560,7 +734,7 @@ class TrainingJob:
         with servicer.lock:
             tasks = servicer.tasks
             epochs = [{"epoch": i, **asdict(stats)} for i, stats in enumerate(tasks.epochs)]
-            task_events = [_event_dict(e, self._t0) for e in tasks.events]
+            task_events = [event_dict(e, self._t0) for e in tasks.events]
             report = {
                 "job_name": self.job_name,
                 "status": status,
@@ -594,9 +768,12 @@ class TrainingJob:
                     "relaunched": self._state.ps_relaunches,
                 },
                 "recoveries": self._state.recoveries,
+                "failures": self._state.failures,
+                "checkpoints": self._checkpoints(),
+                "resumed_from": self._resumed_from,
                 "events": self._state.events,
                 "chaos": self._state.chaos_fired,
-                "model_version": servicer.stats.model_version,
+                "model_version": max(servicer.stats.model_version, self._final_version or 0),
                 "metrics": self._final_metrics(),
                 "evaluation": self.evaluation_history,
                 "final_loss": servicer.stats.last_loss
@@ -610,19 +787,11 @@ class TrainingJob:
         return report
 
 
-def _event_dict(event: Event, t0: float) -> dict[str, Any]:
-    found = {
-        "kind": event.kind,
-        "at_s": round(event.at - t0, 3),
-        "seconds": round(event.seconds, 4),
-    }
-    if event.worker_id is not None:
-        found["worker_id"] = event.worker_id
-    if event.task_id is not None:
-        found["task_id"] = event.task_id
-    if event.detail:
-        found["detail"] = event.detail
-    return found
+def _local_absolute(url: str) -> str:
+    """`url` as an absolute path when it is a local path (processes run in the log dir)."""
+    if not url or "://" in url:
+        return url
+    return os.path.abspath(os.path.expanduser(url))
 
 
 def _last_line(text: str) -> str:
@@ -641,8 +810,13 @@ def summary_line(report: dict[str, Any]) -> str:
         f"{records.get('trained', 0)}/{records.get('planned', 0)} records trained, "
         f"{records.get('redone', 0)} redone, {workers.get('launched', 0)} worker(s) launched, "
         f"{workers.get('failed', 0)} failed, {workers.get('relaunched', 0)} relaunched, "
+        f"{len(report.get('failures', []))} failure(s), "
+        f"{len(report.get('checkpoints', []))} checkpoint(s), "
         f"{report.get('throughput', {}).get('records_per_second', 0)} records/s"
     )
+    resumed = report.get("resumed_from")
+    if resumed:
+        text += f", resumed from model version {resumed['model_version']}"
     if report.get("final_loss") is not None:
         text += f", final loss {report['final_loss']:.4g}"
     if report.get("error"):

@@ -66,6 +66,8 @@ class _Running:
     started_at: float
     last_progress_at: float
     records_done: int = 0
+    first: bool = False
+    """The worker's first task: it includes tracing the worker's dataset_fn and step."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,13 @@ class TaskManagerConfig:
     max_task_retries: int = 3
     timeout_floor_s: float = 60.0
     timeout_factor: float = 5.0
-    """A task times out after max(floor, factor x the slowest finished task) without progress."""
+    """A task times out after max(floor, factor x the slowest comparable finished task) without
+    progress. A worker's first task (which includes its one-time tracing) compares with every
+    finished task; a later task only with later tasks, so a hang is caught soon after the floor
+    however slow warming up was."""
+    first_task_floor_factor: float = 2.0
+    """A worker's first task has `first_task_floor_factor` x the floor: before any task has
+    finished, nothing tells how long tracing the model and input pipeline takes."""
 
 
 @dataclass
@@ -134,6 +142,8 @@ class TaskManager:
         self._next_epoch = 0
         self._failures: dict[int, _Failures] = {}
         self._durations: list[float] = []
+        self._first_durations: list[float] = []
+        self._workers_seen: set[int] = set()
         self._started_at = now
         self.events: list[Event] = []
         self.epochs: list[EpochStats] = []
@@ -198,7 +208,9 @@ class TaskManager:
         if not self._todo:
             return None
         task = self._todo.popleft()
-        self._doing[task.task_id] = _Running(task, worker_id, now, now)
+        first = worker_id not in self._workers_seen
+        self._workers_seen.add(worker_id)
+        self._doing[task.task_id] = _Running(task, worker_id, now, now, first=first)
         return task
 
     def report_progress(self, worker_id: int, task_id: int, records_done: int, now: float) -> bool:
@@ -231,7 +243,8 @@ class TaskManager:
                 )
                 return
             self.finished_tasks += 1
-            self._durations.append(now - running.started_at)
+            durations = self._first_durations if running.first else self._durations
+            durations.append(now - running.started_at)
             return
         if records_done >= 0:
             self.report_progress(worker_id, task_id, records_done, now)
@@ -273,15 +286,27 @@ class TaskManager:
         return requeued
 
     def expired(self, now: float) -> list[tuple[int, Task]]:
-        """(worker id, task) pairs with no progress for longer than the task timeout."""
-        limit = self.task_timeout()
+        """(worker id, task) pairs with no progress for longer than their task timeout."""
+        limits = {first: self.task_timeout(first) for first in (False, True)}
         return [
-            (r.worker_id, r.task) for r in self._doing.values() if now - r.last_progress_at > limit
+            (r.worker_id, r.task)
+            for r in self._doing.values()
+            if now - r.last_progress_at > limits[r.first]
         ]
 
-    def task_timeout(self) -> float:
-        slowest = max(self._durations, default=0.0)
-        return max(self.config.timeout_floor_s, self.config.timeout_factor * slowest)
+    def task_timeout(self, first: bool = False) -> float:
+        """Seconds without progress after which a task times out (`first`: a worker's first)."""
+        floor = self.config.timeout_floor_s
+        if first:
+            floor *= self.config.first_task_floor_factor
+        durations = self._durations + self._first_durations if first else self._durations
+        slowest = max(durations, default=0.0)
+        return max(floor, self.config.timeout_factor * slowest)
+
+    def timeout_of(self, task_id: int) -> float:
+        """The timeout that applies to running task `task_id` (the floor if it is not running)."""
+        running = self._doing.get(task_id)
+        return self.task_timeout(running is not None and running.first)
 
     # -- internals -----------------------------------------------------------------------------
 

@@ -212,7 +212,9 @@ def restore_at_start(config: JobConfig, parameters: Parameters, ps_id: int) -> i
     `checkpoint_dir` with a valid checkpoint wins (a relaunched PS: the job's own, newest state);
     else `checkpoint_dir_for_init`, which must hold a valid checkpoint. The checkpoint is
     re-sharded to `config.num_ps`, and checked against the model's variables when they can be
-    known without data. Raises CheckpointError (one line) for none or a mismatch.
+    known without data; the applied-records progress is not restored from
+    `checkpoint_dir_for_init` (another job's). Raises CheckpointError (one line) for none or a
+    mismatch.
     """
     source = ""
     if config.checkpoint_dir and checkpoint.latest_valid_version(config.checkpoint_dir) is not None:
@@ -236,6 +238,12 @@ def restore_at_start(config: JobConfig, parameters: Parameters, ps_id: int) -> i
             config.model_def,
         )
     state = checkpoint.shard_state(loaded, ps_id, config.num_ps)
+    if source == config.checkpoint_dir_for_init:
+        # (Also) another job's checkpoint: its applied-records progress is keyed by that job's
+        # task ids, which this job reuses for other records. Only the job's own progress counts
+        # (a shard relaunched from a checkpoint this job wrote in the same directory loses it
+        # too; pushes after the restart record their progress again).
+        state.progress = {}
     parameters.restore(state, source)
     values = sum(int(np.size(v)) for v in state.trainable.values())
     resharded = f", re-sharded from {loaded.num_ps}" if loaded.num_ps != config.num_ps else ""

@@ -27,9 +27,7 @@ from elasticdl.runtime.data.metadata import DatasetMetadata
 from elasticdl.runtime.job_config import JobConfig
 from elasticdl.runtime.model_build import build_model
 from elasticdl.runtime.variables import named_variables
-from elasticdl.runtime.worker.pipeline import TaskPipelines, evaluation_states, in_task_order
-
-__all__ = ["BatchResult", "Trainer", "in_task_order"]
+from elasticdl.runtime.worker.pipeline import TaskPipelines, evaluation_states
 
 log = logging.getLogger("elasticdl.worker")
 

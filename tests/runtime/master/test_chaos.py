@@ -23,7 +23,11 @@ def test_parse_the_documented_examples():
         "worker1:kill",
         "worker:kill@tasks=1",
         "ps:add@seconds=1",
-        "ps0:kill@tasks=2",
+        "ps0:kill@minutes=2",
+        "worker0+ps1:kill@tasks=1",
+        "worker0+worker0:kill@tasks=1",
+        "worker+worker1:kill@tasks=1",
+        "worker0+:kill@tasks=1",
         "worker1:kill@tasks=-1",
         "worker1;kill@tasks=1",
     ],
@@ -41,3 +45,30 @@ def test_triggers_fire_once():
     fired = due_actions(actions, 3.0, {1: 2})
     assert [str(a) for a in fired] == ["worker1:kill@tasks=2"]
     assert due_actions(actions, 9.0, {1: 9}) == []
+
+
+def test_task_triggers_of_a_ps_or_of_scaling_count_every_workers_tasks():
+    actions = parse_chaos("ps0:kill@tasks=5,worker:add@tasks=3,worker1:kill@tasks=3")
+    assert [str(a) for a in actions] == [
+        "ps0:kill@tasks=5",
+        "worker:add@tasks=3",
+        "worker1:kill@tasks=3",
+    ]
+    # 3 tasks in all, but none by worker 1: only the job-wide trigger fires.
+    assert [str(a) for a in due_actions(actions, 0.0, {0: 2, 2: 1})] == ["worker:add@tasks=3"]
+    # Tasks of workers that are gone (0 was replaced by 2) still count for the job.
+    assert [str(a) for a in due_actions(actions, 0.0, {0: 2, 2: 3})] == ["ps0:kill@tasks=5"]
+    assert [str(a) for a in due_actions(actions, 0.0, {0: 2, 1: 3, 2: 3})] == [
+        "worker1:kill@tasks=3"
+    ]
+
+
+def test_a_group_fires_together_once_every_member_got_there():
+    actions = parse_chaos("worker0+worker2:kill@tasks=2")
+    assert [str(a) for a in actions] == ["worker0+worker2:kill@tasks=2"]
+    assert actions[0].group == (0, 2) and actions[0].index == 0
+    assert due_actions(actions, 0.0, {0: 5, 1: 9}) == []
+    assert due_actions(actions, 0.0, {0: 5, 2: 1}) == []
+    fired = due_actions(actions, 0.0, {0: 5, 2: 2})
+    assert [a.group for a in fired] == [(0, 2)]
+    assert due_actions(actions, 0.0, {0: 9, 2: 9}) == []

@@ -133,13 +133,39 @@ def test_remainder_retries_share_the_cap():
 def test_timeout_has_a_floor_and_follows_observed_durations():
     tm = manager(shuffle=False, timeout_floor_s=10.0, timeout_factor=3.0)
     assert tm.task_timeout() == 10.0
+    assert tm.task_timeout(first=True) == 20.0  # a worker's first task also traces
     task = tm.get(0, 0.0)
     tm.report_result(0, task.task_id, "", 8.0)
-    assert tm.task_timeout() == 24.0
-    slow = tm.get(1, 10.0)
+    assert tm.task_timeout(first=True) == 24.0
+    slow = tm.get(1, 10.0)  # worker 1's first task
     tm.report_progress(1, slow.task_id, 2, 20.0)
     assert tm.expired(40.0) == []
     assert [(w, t.task_id) for w, t in tm.expired(45.0)] == [(1, slow.task_id)]
+
+
+def test_a_slow_first_task_does_not_stretch_the_timeout_of_later_tasks():
+    # A worker's first task includes tracing its dataset_fn and step: it is compared with
+    # every task, a later task only with later tasks, so a hang is caught near the floor.
+    tm = manager(shuffle=False, timeout_floor_s=3.0, timeout_factor=5.0, num_epochs=3)
+    warmup = tm.get(0, 0.0)
+    assert tm.timeout_of(warmup.task_id) == 6.0  # twice the floor before anything finished
+    tm.report_result(0, warmup.task_id, "", 2.0)  # 2 s of tracing
+    assert tm.task_timeout(first=True) == 10.0
+    assert tm.task_timeout() == 3.0
+    steady = tm.get(0, 2.0)
+    tm.report_result(0, steady.task_id, "", 2.2)
+    assert tm.task_timeout() == 3.0
+    hung = tm.get(0, 2.2)
+    fresh = tm.get(1, 2.2)  # a new worker's first task: it may trace for 10 s
+    assert tm.timeout_of(hung.task_id) == 3.0 and tm.timeout_of(fresh.task_id) == 10.0
+    assert tm.expired(5.0) == []
+    assert [(w, t.task_id) for w, t in tm.expired(5.3)] == [(0, hung.task_id)]
+    tm.report_progress(1, fresh.task_id, 1, 9.0)
+    assert [w for w, _ in tm.expired(12.3)] == [0]
+    assert sorted(w for w, _ in tm.expired(19.1)) == [0, 1]
+    # A later task that was slow raises the later tasks' timeout (and the first tasks').
+    tm.report_result(0, hung.task_id, "", 20.2)
+    assert tm.task_timeout() == 90.0 and tm.task_timeout(first=True) == 90.0
 
 
 def test_success_with_missing_records_is_requeued_not_dropped():

@@ -1,0 +1,55 @@
+"""A model zoo for fault-tolerance tests (`--model_zoo tests/support/fault_zoo`).
+
+`faulty.custom_model` is a linear regression on the `regression` data set (x0..x7 -> label).
+Its `sigkill_in_workers` input function kills the worker process that calls it with SIGKILL,
+which is what the kernel's OOM killer does to a process that runs out of memory: every worker
+dies on its first task, however often it is relaunched. The master, the parameter servers and
+the test process (which never run it as a worker) are spared.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import keras
+import tensorflow as tf
+
+FEATURES = [f"x{i}" for i in range(8)]
+
+
+def custom_model():
+    inputs = {name: keras.Input(shape=(1,), name=name) for name in FEATURES}
+    merged = keras.layers.Concatenate()(list(inputs.values()))
+    return keras.Model(inputs, keras.layers.Dense(1)(merged))
+
+
+def _parse(record):
+    spec = {name: tf.io.FixedLenFeature([1], tf.float32) for name in [*FEATURES, "label"]}
+    example = tf.io.parse_single_example(record, spec)
+    return {name: example[name] for name in FEATURES}, example["label"]
+
+
+def dataset_fn(dataset, mode):
+    return dataset.map(_parse)
+
+
+def in_a_worker() -> bool:
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return spec is not None and spec.name == "elasticdl.runtime.worker.main"
+
+
+def sigkill_in_workers(dataset, mode):
+    if in_a_worker():
+        os.kill(os.getpid(), signal.SIGKILL)
+    return dataset_fn(dataset, mode)
+
+
+def loss(labels, predictions):
+    return tf.reduce_mean(tf.square(labels - predictions))
+
+
+def optimizer(lr=0.01):
+    return keras.optimizers.SGD(lr)

@@ -153,7 +153,13 @@ def _add_sql_command(commands: argparse._SubParsersAction) -> None:
     )
     sql.add_argument("--model_zoo", default=None, help="for TRAIN: directory or git URL")
     sql.add_argument("--key", default=None, help="for PREDICT into a source table: key column")
-    sql.add_argument("--engine", default="local", choices=["local"])
+    sql.add_argument(
+        "--engine",
+        default="local",
+        choices=["local", "argo"],
+        help="argo: submit the statement's pipeline; Argo flags (--argo_server, --image, "
+        "--work_dir, ...) may follow",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -282,8 +288,13 @@ def _run_inference(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_sql(args: argparse.Namespace) -> int:
+def _run_sql(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
     from elasticdl.runtime.sql.runner import run_statement
+
+    if args.engine == "argo":
+        from elasticdl.sql_argo import submit_statement
+
+        return submit_statement(args.statement, args.db, args.model_root, args.key, extra)
 
     result = run_statement(
         args.statement, args.db, args.model_root, model_zoo=args.model_zoo, key=args.key
@@ -308,7 +319,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # TensorFlow's C++ start-up lines would bury our one-line errors; users can override.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and not (args.command == "sql" and args.engine == "argo"):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -319,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("predict", "evaluate"):
             return _run_inference(args)
         if args.command == "sql":
-            return _run_sql(args)
+            return _run_sql(args, extra)
         if args.command in ("render", "lint"):
             from elasticdl.render_command import run as run_render
 

@@ -20,7 +20,7 @@ def add_inference_arguments(parser: argparse.ArgumentParser, job_type: str) -> N
     )
     if job_type == "predict":
         parser.add_argument(
-            "--output", required=True, help="new directory (URL) for the prediction parts"
+            "--output", default="", help="new directory (URL) for the prediction parts"
         )
         parser.add_argument("--output_format", default="recordio", choices=["recordio", "csv"])
         parser.add_argument(

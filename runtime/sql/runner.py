@@ -63,7 +63,7 @@ def model_location(ref: ModelRef, model_root: str) -> str:
     return f"{model_root.rstrip('/')}/{'/'.join(parts)}"
 
 
-def _params_text(params: dict[str, Any]) -> str:
+def params_text(params: dict[str, Any]) -> str:
     """Model params as the `--params` string (Python literals, parsed with literal_eval)."""
     return ", ".join(f"{name}={value!r}" for name, value in params.items())
 
@@ -130,7 +130,7 @@ def _train(
         model_zoo=model_zoo,
         data=str(work / "train"),
         output=output,
-        params=_params_text(params),
+        params=params_text(params),
         **{**train, **engine, **job_options},
     )
     result = TrainingJob(options).run()

@@ -608,3 +608,49 @@ def test_tls_self_signed_certificate(tmp_path, capsys):
             )
         assert (status, err) == (0, "") and out.startswith("workflow elasticdl-train-x7k2p")
         assert [r.method for r in fake.requests] == ["POST", "POST"]
+
+
+def test_sql_statements_submit_their_pipelines(argo, capsys):
+    from elasticdl.cli import main
+
+    status = main(
+        [
+            "sql",
+            "SELECT name, role, salary FROM employee TRAIN regressor.DNN WITH "
+            "hidden_units=[10, 100, 20, 5], learning_rate=0.01, train.epoch=3, "
+            "engine.num_workers=4 INTO my_trained_model;",
+            "--db=sqlite:////data/hr.db",
+            "--model_root=gs://b/models",
+            "--engine=argo",
+            f"--argo_server={argo.url}",
+            "--image=reg.io/job:1",
+            "--work_dir=gs://b/work",
+        ]
+    )
+    assert status == 0, capsys.readouterr().err
+    params = params_of(argo.workflow_body()["workflow"])
+    assert params["sql"] == "SELECT name, role, salary FROM employee"
+    assert params["label"] == "salary" and params["output"] == "gs://b/models/my_trained_model"
+    assert params["params"] == "hidden_units=[10, 100, 20, 5], learning_rate=0.01"
+    assert params["num_epochs"] == "3" and params["num_workers"] == "4"
+    argo.requests.clear()
+    status = main(
+        [
+            "sql",
+            "SELECT name, role FROM testdata PREDICT testdata.predicted_salary "
+            "USING my_trained_model;",
+            "--db=sqlite:////data/hr.db",
+            "--model_root=gs://b/models",
+            "--key=name",
+            "--engine=argo",
+            f"--argo_server={argo.url}",
+            "--work_dir=gs://b/work",
+        ]
+    )
+    assert status == 0, capsys.readouterr().err
+    params = params_of(argo.workflow_body()["workflow"])
+    assert params["trained_model"] == "gs://b/models/my_trained_model"
+    assert params["output_table"] == "testdata" and params["result_column"] == "predicted_salary"
+    assert params["key"] == "name" and params["sql"] == "SELECT name, role FROM testdata"
+    with pytest.raises(SystemExit):  # unknown flags are an argparse error without argo
+        main(["sql", "SELECT 1", "--db=sqlite://", "--bogus"])

@@ -199,19 +199,19 @@ def test_db_down_output_taken_and_password_redaction(tmp_path, hr_db):
 
 
 def test_memory_stays_flat_while_streaming(tmp_path):
-    """Peak traced allocations do not grow with the table (server-side cursor, flushed shards)."""
+    """Peak traced allocations do not grow with the table (server-side cursor, flushed chunks)."""
     import tracemalloc
 
     path = Path(tmp_path) / "big.db"
     db = sqlite3.connect(path)
     db.execute("CREATE TABLE t (a INTEGER, b REAL, c TEXT)")
     db.executemany(
-        "INSERT INTO t VALUES (?, ?, ?)", ((i, i * 0.5, f"v{i % 97}") for i in range(80_000))
+        "INSERT INTO t VALUES (?, ?, ?)", ((i, i * 0.5, f"v{i % 97}") for i in range(160_000))
     )
     db.commit()
     db.close()
     peaks = []
-    for limit in (8_000, 80_000):
+    for limit in (40_000, 160_000):
         tracemalloc.start()
         convert(
             f"sqlite:///{path}",
@@ -221,7 +221,9 @@ def test_memory_stays_flat_while_streaming(tmp_path):
         )
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
-    assert peaks[1] < peaks[0] * 1.5 + 2**20, f"peak grew {peaks} with 10x the rows"
+    # Both sizes fill whole RecordIO chunks (1 MiB), so the fixed buffers are in both peaks.
+    assert peaks[1] < peaks[0] * 1.3 + 2**20, f"peak grew {peaks} with 4x the rows"
+    assert peaks[1] < 48 * 2**20
     assert math.isfinite(peaks[0])
 
 

@@ -26,6 +26,7 @@ import signal
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,9 +109,16 @@ class _State:
 class TrainingJob:
     """One training job on the local engine (subprocess PS and workers)."""
 
-    def __init__(self, options: TrainOptions) -> None:
+    def __init__(
+        self,
+        options: TrainOptions,
+        instance_manager_factory: Callable[[Path, str, Path], InstanceManager] | None = None,
+    ) -> None:
+        """`instance_manager_factory(config_path, master_addr, log_dir)` makes the manager of
+        PS and worker instances: local processes by default, pods on Kubernetes."""
         options.validate()
         self.options = options
+        self._manager_factory = instance_manager_factory or LocalInstanceManager
         self.job_name = options.job_name or f"train-{uuid.uuid4().hex[:8]}"
         self.chaos: list[ChaosAction] = parse_chaos(options.chaos)
         self._state = _State()
@@ -258,7 +266,7 @@ class TrainingJob:
         servicer = MasterServicer(tasks)
         server, port = serve_master(servicer, self.options.master_host, self.options.master_port)
         master_addr = f"{self.options.master_host}:{port}"
-        manager = LocalInstanceManager(config_path, master_addr, work)
+        manager = self._manager_factory(config_path, master_addr, work)
         log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
         progress = ProgressDisplay(tasks.records_planned, self.options.num_epochs)
         self._t0 = time.monotonic()
@@ -479,6 +487,9 @@ class TrainingJob:
     def _exit_cause(self, exit_: InstanceExit, last_line: str) -> str:
         """Why an instance ended, as a phrase after "worker 3 " / "parameter server 0 "."""
         sent = self._state.sent.pop((exit_.role, exit_.index), "")
+        message = getattr(exit_, "message", "")
+        if message and not sent:
+            return message  # the instance manager knows (e.g. Kubernetes: OOMKilled, Evicted)
         if exit_.signal is not None:
             name = signal.Signals(exit_.signal).name
             if sent:
@@ -509,7 +520,10 @@ class TrainingJob:
         with servicer.lock:
             unfinished = servicer.tasks.doing(exit_.index)
             finished = servicer.tasks.finished
-        preempted = exit_.exit_code == 0 and not finished
+        # Exit 0 with work left is a preemption notice obeyed; a manager may also know a
+        # preemption (Kubernetes: evicted, deleted, exit 137 without OOMKilled) or an OOM kill.
+        preempted = (exit_.exit_code == 0 and not finished) or exit_.reason == "preempted"
+        out_of_memory = exit_.reason == "oom"
         retired = exit_.index in self._state.retired
         reason = exit_.reason
         if preempted:
@@ -570,6 +584,10 @@ class TrainingJob:
             return
         if preempted:
             self._state.preemptions += 1
+        elif out_of_memory:
+            # Relaunching an out-of-memory worker would fail the same way: not relaunched.
+            self._event("relaunch_refused", worker_id=exit_.index, reason=cause)
+            return
         elif self._state.relaunches >= self.options.max_worker_relaunches:
             self._event(
                 "relaunch_refused",
@@ -610,6 +628,8 @@ class TrainingJob:
         cause = self._exit_cause(exit_, last_line)
         failure = self._failure(Role.PS, exit_.index, cause, round(exit_.at - self._t0, 3))
         who = f"parameter server {exit_.index} {cause}"
+        if exit_.reason == "oom":
+            raise JobFailed(f"{who}: out of memory; give the PS more (--ps_resource_request)")
         if not self.options.checkpoint_steps:
             raise JobFailed(
                 f"{who}: its parameters are lost and this job has no checkpoint to restore "

@@ -1,0 +1,203 @@
+"""The Kubernetes flags of a job's master, and building its `KubernetesInstanceManager`.
+
+    add_arguments(parser)                          # the flags below, in their own group
+    options = KubernetesOptions.from_namespace(args)
+    spec = options.cluster_spec(job_name, master_addr)   # ManifestError: one line, up front
+    manager = make_instance_manager(options, config_path, master_addr)
+
+Flags: --pod_image (default: the master pod's own image), --pod_namespace (default: the master
+pod's namespace), --worker_resource_request / --worker_resource_limit /
+--ps_resource_request / --ps_resource_limit (`cpu=1,memory=4096Mi[,gpu=1]`; limits default to
+the requests), --worker_pod_priority (`high=0.5`), --ps_pod_priority, --volume, --node_selector,
+--tolerations, --image_pull_secrets, --image_pull_policy, --pod_service_account,
+--termination_grace_period (seconds, default 60), --ps_port (default 2222).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from elasticdl.runtime.k8s import manifests as m
+
+DEFAULT_WORKER_REQUEST = "cpu=1,memory=4096Mi"
+DEFAULT_PS_REQUEST = "cpu=1,memory=4096Mi"
+
+
+@dataclass(frozen=True)
+class KubernetesOptions:
+    """The flags as given (strings); `cluster_spec` parses and checks them."""
+
+    pod_image: str = ""
+    pod_namespace: str = ""
+    worker_resource_request: str = DEFAULT_WORKER_REQUEST
+    worker_resource_limit: str = ""
+    ps_resource_request: str = DEFAULT_PS_REQUEST
+    ps_resource_limit: str = ""
+    worker_pod_priority: str = ""
+    ps_pod_priority: str = ""
+    volume: str = ""
+    node_selector: str = ""
+    tolerations: str = ""
+    image_pull_secrets: str = ""
+    image_pull_policy: str = "IfNotPresent"
+    pod_service_account: str = ""
+    termination_grace_period: int = m.DEFAULT_GRACE_S
+    ps_port: int = m.PS_PORT
+
+    @classmethod
+    def from_namespace(cls, args: argparse.Namespace) -> KubernetesOptions:
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
+
+    def cluster_spec(
+        self,
+        job_name: str,
+        master_addr: str,
+        image: str = "",
+        namespace: str = "",
+        env: Mapping[str, str] | None = None,
+    ) -> m.ClusterSpec:
+        """The job's `ClusterSpec`; ManifestError (one line) for a bad flag. `image` and
+        `namespace` fill in --pod_image / --pod_namespace when those are empty."""
+        env = os.environ if env is None else env
+        image = self.pod_image or image
+        if not image:
+            raise m.ManifestError("--pod_image: no image for the PS and worker pods; give one")
+        if self.image_pull_policy not in ("Always", "IfNotPresent", "Never"):
+            raise m.ManifestError(
+                f"--image_pull_policy {self.image_pull_policy!r}: Always, IfNotPresent or Never"
+            )
+        if not 0 <= self.termination_grace_period <= 3600:
+            raise m.ManifestError("--termination_grace_period: seconds between 0 and 3600")
+        if not 0 < self.ps_port < 65536:
+            raise m.ManifestError(f"--ps_port {self.ps_port}: a port between 1 and 65535")
+        ps_priority = self.ps_pod_priority.strip()
+        if ps_priority and "=" in ps_priority:
+            raise m.ManifestError(f"--ps_pod_priority {ps_priority!r}: one PriorityClass name")
+        return m.ClusterSpec(
+            job_name=job_name,
+            image=image,
+            master_addr=master_addr,
+            namespace=self.pod_namespace or namespace or "default",
+            owner=m.Owner.from_env(env),
+            image_pull_policy=self.image_pull_policy,
+            worker_resources=m.resources(
+                self.worker_resource_request, self.worker_resource_limit, "worker"
+            ),
+            ps_resources=m.resources(self.ps_resource_request, self.ps_resource_limit, "ps"),
+            worker_priority=m.parse_worker_priority(self.worker_pod_priority),
+            ps_priority_class=m.parse_worker_priority(ps_priority).high_class,
+            volumes=tuple(m.parse_volumes(self.volume)),
+            node_selector=m.parse_node_selector(self.node_selector),
+            tolerations=tuple(m.parse_tolerations(self.tolerations)),
+            image_pull_secrets=tuple(m.parse_image_pull_secrets(self.image_pull_secrets)),
+            service_account=self.pod_service_account,
+            termination_grace_s=self.termination_grace_period,
+            ps_port=self.ps_port,
+        )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the Kubernetes flags (used with --instance_manager kubernetes)."""
+    group = parser.add_argument_group("kubernetes (--instance_manager kubernetes)")
+    d = KubernetesOptions()
+    group.add_argument(
+        "--pod_image", default="", help="PS and worker image (default: the master pod's)"
+    )
+    group.add_argument("--pod_namespace", default="", help="default: the master pod's")
+    for role, request in (("worker", d.worker_resource_request), ("ps", d.ps_resource_request)):
+        group.add_argument(
+            f"--{role}_resource_request",
+            default=request,
+            help="cpu=1,memory=4096Mi[,gpu=1][,ephemeral-storage=10Gi]",
+        )
+        group.add_argument(
+            f"--{role}_resource_limit", default="", help="same form; default: the request"
+        )
+    group.add_argument(
+        "--worker_pod_priority",
+        default="",
+        help="CLASS, or CLASS=SHARE[,REST]: e.g. high=0.5 (half the workers high, the rest low)",
+    )
+    group.add_argument("--ps_pod_priority", default="", help="the PS pods' PriorityClass")
+    group.add_argument(
+        "--volume",
+        default="",
+        help="claim_name=C,mount_path=/p[;host_path=/h,mount_path=/q,read_only=true;...]",
+    )
+    group.add_argument("--node_selector", default="", help="KEY=VALUE[,...]")
+    group.add_argument("--tolerations", default="", help="KEY[=VALUE][:EFFECT][;...]")
+    group.add_argument("--image_pull_secrets", default="", help="Secret names, comma-separated")
+    group.add_argument(
+        "--image_pull_policy",
+        default=d.image_pull_policy,
+        choices=["Always", "IfNotPresent", "Never"],
+    )
+    group.add_argument("--pod_service_account", default="", help="for the PS and worker pods")
+    group.add_argument(
+        "--termination_grace_period",
+        type=int,
+        default=d.termination_grace_period,
+        help="seconds a worker gets to finish its minibatch after SIGTERM (default 60)",
+    )
+    group.add_argument("--ps_port", type=int, default=d.ps_port, help="the PS gRPC port")
+
+
+def master_address(port: int, env: Mapping[str, str] | None = None) -> str:
+    """How the pods reach the master: the master pod's IP (downward API MY_POD_IP)."""
+    env = os.environ if env is None else env
+    ip = env.get("MY_POD_IP", "")
+    if not ip:
+        raise m.ManifestError(
+            "--instance_manager kubernetes: MY_POD_IP is not set; the master pod needs it "
+            "from the downward API (fieldRef status.podIP) so its pods can reach it"
+        )
+    host = f"[{ip}]" if ":" in ip else ip
+    return f"{host}:{port}"
+
+
+def own_pod_image(api_client: Any, namespace: str, env: Mapping[str, str] | None = None) -> str:
+    """The master pod's own image (MY_POD_NAME), "" when it cannot be read."""
+    from kubernetes import client
+
+    env = os.environ if env is None else env
+    name = env.get("MY_POD_NAME", "")
+    if not name:
+        return ""
+    try:
+        pod = client.CoreV1Api(api_client).read_namespaced_pod(name, namespace)
+        return str(pod.spec.containers[0].image or "")
+    except Exception:  # noqa: BLE001 - the default only; --pod_image can say it
+        return ""
+
+
+def make_instance_manager(
+    options: KubernetesOptions,
+    config_path: Path,
+    master_addr: str,
+    job_name: str = "",
+    api_client: Any | None = None,
+) -> Any:
+    """A `KubernetesInstanceManager` for the job whose config the master wrote at
+    `config_path` (the job name defaults to the config's), through the in-cluster config,
+    else kubeconfig. Fits `TrainingJob`'s `(config_path, master_addr, log_dir)` factory:
+    `lambda path, addr, _: make_instance_manager(options, path, addr)`."""
+    import json
+
+    from elasticdl.runtime.k8s.manager import (
+        KubernetesInstanceManager,
+        current_namespace,
+        load_api_client,
+    )
+
+    config_json = Path(config_path).read_text()
+    job_name = job_name or str(json.loads(config_json)["job_name"])
+    api_client = api_client or load_api_client()
+    namespace = options.pod_namespace or current_namespace()
+    image = options.pod_image or own_pod_image(api_client, namespace)
+    spec = options.cluster_spec(job_name, master_addr, image=image, namespace=namespace)
+    return KubernetesInstanceManager(spec, config_json, api_client=api_client)

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from elasticdl.runtime.master.job import JobResult
@@ -47,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=INSTANCE_MANAGERS,
         help="local: worker processes beside the master; kubernetes: one pod each",
     )
+    from elasticdl.runtime.k8s.options import add_arguments as add_kubernetes_arguments
+
+    add_kubernetes_arguments(parser)
     step.add_argument(
         "--init_from_latest",
         default="",
@@ -105,17 +109,12 @@ def run(
     instance_manager: str = "local",
     init_from_latest: str = "",
     resume: bool = False,
+    kubernetes: Any = None,
 ) -> JobResult:
     """Run the job; ValueError (one clear message) for bad input, before anything starts.
 
     `resume`: a retried attempt continues from the checkpoints the interrupted one left in
     --output (before --init_from_latest, which only seeds the first attempt)."""
-    if instance_manager == "kubernetes":
-        raise ValueError(
-            "--instance_manager kubernetes is not available yet: the Kubernetes instance "
-            "manager comes in a later release; use --instance_manager local (workers run as "
-            "processes in the master's pod)"
-        )
     if instance_manager not in INSTANCE_MANAGERS:
         raise ValueError(f"--instance_manager {instance_manager!r}: expected local or kubernetes")
     if init_from_latest and options.checkpoint_dir_for_init:
@@ -128,7 +127,22 @@ def run(
         options.checkpoint_dir_for_init = checkpoint_dir_from_latest(init_from_latest)
     from elasticdl.runtime.master.job import TrainingJob
 
-    return TrainingJob(options).run()
+    if instance_manager != "kubernetes":
+        return TrainingJob(options).run()
+    from elasticdl.runtime.k8s.options import (
+        KubernetesOptions,
+        make_instance_manager,
+        master_address,
+    )
+
+    k8s = kubernetes or KubernetesOptions()
+    master_address(0)  # MY_POD_IP must be set (downward API): fail before anything starts
+    k8s.cluster_spec("check", "127.0.0.1:0", image="check", namespace="check")
+    options.master_host = os.environ["MY_POD_IP"]
+    return TrainingJob(
+        options,
+        instance_manager_factory=lambda path, addr, _: make_instance_manager(k8s, path, addr),
+    ).run()
 
 
 def run_from_args(args: argparse.Namespace) -> JobResult:
@@ -139,7 +153,14 @@ def run_from_args(args: argparse.Namespace) -> JobResult:
         args.instance_manager,
         args.init_from_latest,
         resume=args.resume == "true",
+        kubernetes=_kubernetes_options(args),
     )
+
+
+def _kubernetes_options(args: argparse.Namespace) -> Any:
+    from elasticdl.runtime.k8s.options import KubernetesOptions
+
+    return KubernetesOptions.from_namespace(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -116,8 +116,9 @@ def _options(tmp_path, **kwargs):
     )
 
 
-def test_train_step_refuses_the_kubernetes_instance_manager_until_it_exists(tmp_path, capsys):
-    with pytest.raises(ValueError, match="kubernetes is not available yet"):
+def test_train_step_on_kubernetes_needs_the_master_pod_ip(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("MY_POD_IP", raising=False)
+    with pytest.raises(ValueError, match="MY_POD_IP is not set"):
         train.run(_options(tmp_path), instance_manager="kubernetes")
     argv = [
         "--model_def=m",
@@ -127,7 +128,7 @@ def test_train_step_refuses_the_kubernetes_instance_manager_until_it_exists(tmp_
     ]
     assert train.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "kubernetes is not available yet" in err[0]
+    assert len(err) == 1 and "MY_POD_IP is not set" in err[0]
     with pytest.raises(SystemExit):
         train.main([*argv[:3], "--instance_manager=yarn"])
 

@@ -130,38 +130,9 @@ def add_argo_arguments(parser: argparse.ArgumentParser, job: str = "train") -> N
     )
     d = ArgoOptions()
     argo.add_argument("--argo_version", default=d.argo_version, choices=ARGO_VERSIONS)
-    argo.add_argument(
-        "--service_account",
-        default=d.service_account,
-        help=f"ServiceAccount the pods run as (default {d.service_account})",
-    )
-    argo.add_argument(
-        "--deadline_seconds",
-        type=int,
-        default=d.deadline_seconds,
-        help="activeDeadlineSeconds of the workflow",
-    )
-    argo.add_argument(
-        "--job_deadline_seconds",
-        type=int,
-        default=d.job_deadline_seconds,
-        help="activeDeadlineSeconds of the elastic job's step",
-    )
-    argo.add_argument(
-        "--retry_limit",
-        type=int,
-        default=d.retry_limit,
-        help="retries of a step after an infrastructure failure (evicted, deleted...)",
-    )
-    argo.add_argument("--master_cpu", default=d.master_cpu, help="CPU request of the master")
-    argo.add_argument(
-        "--master_memory", default=d.master_memory, help="memory request of the master"
-    )
-    argo.add_argument(
-        "--no_output_artifact",
-        action="store_true",
-        help="keep the model summary as an output parameter only (no artifact repository)",
-    )
+    from elasticdl.render_command import add_workflow_settings
+
+    add_workflow_settings(argo)
     argo.add_argument(
         "--semaphore",
         action="store_true",

@@ -34,38 +34,7 @@ def _add_argo_options(parser: argparse.ArgumentParser) -> None:
         help="Argo Workflows version to target (the output is valid for both)",
     )
     argo.add_argument("--namespace", default=None, help="metadata.namespace of every object")
-    argo.add_argument(
-        "--service_account",
-        default=d.service_account,
-        help=f"ServiceAccount the pods run as (default {d.service_account})",
-    )
-    argo.add_argument(
-        "--deadline_seconds",
-        type=int,
-        default=d.deadline_seconds,
-        help="activeDeadlineSeconds of the workflow",
-    )
-    argo.add_argument(
-        "--job_deadline_seconds",
-        type=int,
-        default=d.job_deadline_seconds,
-        help="activeDeadlineSeconds of the elastic job's step",
-    )
-    argo.add_argument(
-        "--retry_limit",
-        type=int,
-        default=d.retry_limit,
-        help="retries of a step after an infrastructure failure (evicted, deleted...)",
-    )
-    argo.add_argument("--master_cpu", default=d.master_cpu, help="CPU request of the master")
-    argo.add_argument(
-        "--master_memory", default=d.master_memory, help="memory request of the master"
-    )
-    argo.add_argument(
-        "--no_output_artifact",
-        action="store_true",
-        help="keep the model summary as an output parameter only (no artifact repository)",
-    )
+    add_workflow_settings(argo)
 
 
 def add_render_command(commands: argparse._SubParsersAction) -> None:
@@ -269,3 +238,43 @@ def run(args: argparse.Namespace) -> int:
         return 2
     sys.stdout.write(text)
     return 0
+
+
+def add_workflow_settings(group: argparse._ArgumentGroup) -> None:
+    """Render-time settings of the workflow objects, shared by `render` and `--engine argo`."""
+    from elasticdl.workflows.argo import ArgoOptions
+
+    d = ArgoOptions()
+    argo = group
+    argo.add_argument(
+        "--service_account",
+        default=d.service_account,
+        help=f"ServiceAccount the pods run as (default {d.service_account})",
+    )
+    argo.add_argument(
+        "--deadline_seconds",
+        type=int,
+        default=d.deadline_seconds,
+        help="activeDeadlineSeconds of the workflow",
+    )
+    argo.add_argument(
+        "--job_deadline_seconds",
+        type=int,
+        default=d.job_deadline_seconds,
+        help="activeDeadlineSeconds of the elastic job's step",
+    )
+    argo.add_argument(
+        "--retry_limit",
+        type=int,
+        default=d.retry_limit,
+        help="retries of a step after an infrastructure failure (evicted, deleted...)",
+    )
+    argo.add_argument("--master_cpu", default=d.master_cpu, help="CPU request of the master")
+    argo.add_argument(
+        "--master_memory", default=d.master_memory, help="memory request of the master"
+    )
+    argo.add_argument(
+        "--no_output_artifact",
+        action="store_true",
+        help="keep the model summary as an output parameter only (no artifact repository)",
+    )

@@ -90,7 +90,7 @@ def publish(staged: Path, url: str, storage_options: dict[str, Any] | None = Non
     if local:
         _publish_local(staged, Path(path))
     else:
-        _publish_remote(staged, fs, path)
+        upload_staged(staged, fs, path)
 
 
 JOB_OWNED = {"checkpoints"}
@@ -129,9 +129,13 @@ def _publish_local(staged: Path, target: Path) -> None:
         shutil.rmtree(inner, ignore_errors=True)
 
 
-def _publish_remote(staged: Path, fs: Any, path: str) -> None:
+def upload_staged(staged: Path, fs: Any, path: str, commit_marker: str = COMMIT_MARKER) -> None:
+    """Upload a staged directory file by file, `commit_marker` last; undo on failure.
+
+    Readers of an object store treat a directory without its commit marker as absent.
+    """
     files = sorted(p for p in staged.rglob("*") if p.is_file())
-    files.sort(key=lambda p: p.name == COMMIT_MARKER)
+    files.sort(key=lambda p: p.name == commit_marker)
     written: list[str] = []
     try:
         for file in files:

@@ -524,21 +524,9 @@ def _publish(staging: Path, output: str, storage_options: dict[str, Any] | None)
             os.rename(sibling, target)
             shutil.rmtree(staging, ignore_errors=True)
         return
-    names = sorted(p.name for p in staging.iterdir())
-    names.sort(key=lambda n: n == SCHEMA_FILE)
-    written = []
+    from elasticdl.runtime.outputs import upload_staged
+
     try:
-        fs.makedirs(path, exist_ok=True)
-        for name in names:
-            remote = f"{path.rstrip('/')}/{name}"
-            fs.put_file(str(staging / name), remote)
-            written.append(remote)
-    except BaseException:
-        for remote in written:
-            try:
-                fs.rm(remote)
-            except OSError:
-                pass
-        raise
+        upload_staged(staging, fs, path, commit_marker=SCHEMA_FILE)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -263,3 +263,14 @@ def test_a_retried_conversion_replaces_an_unfinished_one(tmp_path, hr_db):
     result = convert(hr_db, "SELECT id FROM employee", str(out))
     assert result.rows == 1000 and (out / "schema.json").exists()
     assert len(list(read_records(str(out / "data-00000.recordio")))) == 1000
+
+
+def test_conversion_to_an_object_store_uploads_schema_last(hr_db):
+    import fsspec
+
+    result = convert(hr_db, "SELECT id, role FROM employee", "memory://converted/employee")
+    fs = fsspec.filesystem("memory")
+    names = sorted(p.rsplit("/", 1)[-1] for p in fs.ls("/converted/employee", detail=False))
+    assert names == ["data-00000.recordio", "schema.json"] and result.rows == 1000
+    assert len(list(read_records("memory://converted/employee/data-00000.recordio"))) == 1000
+    fs.rm("/converted", recursive=True)

@@ -39,6 +39,7 @@ from hera.workflows import (
     CronWorkflow,
     EmptyDirVolume,
     Env,
+    FieldEnv,
     NoneArchiveStrategy,
     Parameter,
     Resources,
@@ -72,6 +73,15 @@ QUANTITY = re.compile(
 LABELS = {"app.kubernetes.io/name": "elasticdl", "app.kubernetes.io/managed-by": "elasticdl"}
 DESCRIPTION_ANNOTATION = "workflows.argoproj.io/description"
 ENTRYPOINT = "main"
+
+# The elastic job's master finds its own pod through the downward API: the owner of the PS
+# and worker pods it creates (ownerReferences) and the address they reach it at.
+_POD_IDENTITY = [
+    FieldEnv(name="MY_POD_NAME", field_path="metadata.name"),
+    FieldEnv(name="MY_POD_UID", field_path="metadata.uid"),
+    FieldEnv(name="MY_POD_IP", field_path="status.podIP"),
+    FieldEnv(name="MY_POD_NAMESPACE", field_path="metadata.namespace"),
+]
 
 
 @dataclass(frozen=True)
@@ -187,7 +197,8 @@ def _container(step: Step, opts: ArgoOptions) -> Container:
         image=names.tag(step.image),
         command=list(step.argv_command),
         args=[names.tag(arg) for arg in step.args],
-        env=[Env(name=k, value=v) for k, v in step.env] or None,
+        env=[Env(name=k, value=v) for k, v in step.env]
+        + (_POD_IDENTITY if step.long_running else []),
         inputs=[Parameter(name=n) for n in names.inputs] or None,
         outputs=outputs or None,
         volumes=volumes or None,

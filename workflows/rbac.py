@@ -23,12 +23,13 @@ ROLE_RULES: list[dict[str, Any]] = [
     {
         "apiGroups": [""],
         "resources": ["pods"],
-        "verbs": ["create", "get", "list", "watch", "delete", "patch"],
+        "verbs": ["create", "get", "list", "watch", "delete", "deletecollection", "patch"],
     },
     {
+        # The master's PS Services and its job-config ConfigMap (--instance_manager kubernetes).
         "apiGroups": [""],
-        "resources": ["services"],
-        "verbs": ["create", "get", "list", "watch", "delete"],
+        "resources": ["services", "configmaps"],
+        "verbs": ["create", "get", "list", "watch", "delete", "deletecollection"],
     },
     {
         "apiGroups": ["argoproj.io"],

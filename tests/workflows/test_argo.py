@@ -264,11 +264,22 @@ def test_install_has_both_templates_and_least_privilege_rbac():
     role = objects[3]
     rules = {tuple(r["resources"]): set(r["verbs"]) for r in role["rules"]}
     assert rules == {
-        ("pods",): {"create", "get", "list", "watch", "delete", "patch"},
-        ("services",): {"create", "get", "list", "watch", "delete"},
+        ("pods",): {"create", "get", "list", "watch", "delete", "deletecollection", "patch"},
+        ("services", "configmaps"): {
+            "create",
+            "get",
+            "list",
+            "watch",
+            "delete",
+            "deletecollection",
+        },
         ("workflowtaskresults",): {"create", "patch"},
     }
     assert "ClusterRole" not in str(objects) and "secrets" not in str(role)
+    train = next(o for o in objects if o["metadata"]["name"] == "elasticdl-train")
+    (master,) = [t for t in train["spec"]["templates"] if t["name"] == "train"]
+    env = {e["name"]: e.get("valueFrom", {}).get("fieldRef") for e in master["container"]["env"]}
+    assert env["MY_POD_IP"] == {"fieldPath": "status.podIP"} and "MY_POD_UID" in env
     binding = objects[4]
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "elasticdl", "namespace": "ml"}

@@ -53,7 +53,12 @@ from elasticdl.runtime.k8s.pod_states import (
     Refusal,
     creation_refusal,
 )
-from elasticdl.runtime.master.instances import InstanceExit, InstanceManager, Role
+from elasticdl.runtime.master.instances import (
+    InstanceExit,
+    InstanceManager,
+    Role,
+    drain_exits,
+)
 
 log = logging.getLogger("elasticdl.k8s")
 
@@ -230,16 +235,7 @@ class KubernetesInstanceManager(InstanceManager):
         return True
 
     def exits(self, timeout: float) -> list[InstanceExit]:
-        found: list[InstanceExit] = []
-        try:
-            found.append(self._exits.get(timeout=max(0.0, timeout)))
-        except queue.Empty:
-            return found
-        while True:
-            try:
-                found.append(self._exits.get_nowait())
-            except queue.Empty:
-                return found
+        return drain_exits(self._exits, timeout)
 
     def alive(self, role: Role) -> list[int]:
         with self._lock:

@@ -90,6 +90,20 @@ class InstanceManager(abc.ABC):
         """Stop everything: SIGTERM, then SIGKILL after `grace_s`."""
 
 
+def drain_exits(exits: queue.Queue[InstanceExit], timeout: float) -> list[InstanceExit]:
+    """Every exit queued so far, waiting up to `timeout` seconds for the first."""
+    found: list[InstanceExit] = []
+    try:
+        found.append(exits.get(timeout=max(0.0, timeout)))
+    except queue.Empty:
+        return found
+    while True:
+        try:
+            found.append(exits.get_nowait())
+        except queue.Empty:
+            return found
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that was free a moment ago on `host`."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -212,16 +226,7 @@ class LocalInstanceManager(InstanceManager):
         return True
 
     def exits(self, timeout: float) -> list[InstanceExit]:
-        found: list[InstanceExit] = []
-        try:
-            found.append(self._exits.get(timeout=max(0.0, timeout)))
-        except queue.Empty:
-            return found
-        while True:
-            try:
-                found.append(self._exits.get_nowait())
-            except queue.Empty:
-                return found
+        return drain_exits(self._exits, timeout)
 
     def alive(self, role: Role) -> list[int]:
         with self._lock:

@@ -44,50 +44,12 @@ from elasticdl.proto import elasticdl_pb2 as pb  # noqa: E402
 from elasticdl.proto import elasticdl_pb2_grpc  # noqa: E402
 from elasticdl.runtime.job_config import GRPC_OPTIONS  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import machine_busy_s, runtime_revision, wait_quiet  # noqa: E402
+
 TASKS_PER_EPOCH = 10_000
 EPOCHS = 100_000
 BARE_SERVICE = "bench.Bare"
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def machine_busy_s() -> float:
-    """Busy CPU seconds of the whole machine since boot (all CPUs, from /proc/stat)."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return (sum(fields[:8]) - fields[3] - fields[4]) / _TICK
-
-
-def runtime_revision() -> str:
-    """The commit measured, and the runtime files with uncommitted changes (if any)."""
-    repo = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],  # noqa: S607
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "runtime", "proto"],  # noqa: S607
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split("\n")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (no git)"
-    changed = [line[3:] for line in dirty if line.strip()]
-    return head + (f" + uncommitted changes in {', '.join(changed)}" if changed else "")
-
-
-def wait_quiet(limit_s: float, threshold: float = 0.3) -> float:
-    """Wait (up to `limit_s`) until other processes use < `threshold` cores over 2 s; return
-    the load last seen (this machine is shared; the load is reported either way)."""
-    deadline = time.monotonic() + limit_s
-    while True:
-        busy0, own0 = machine_busy_s(), time.process_time()
-        time.sleep(2.0)
-        load = (machine_busy_s() - busy0 - (time.process_time() - own0)) / 2.0
-        if load < threshold or time.monotonic() >= deadline:
-            return load
 
 
 # --------------------------------------------------------------------------- servers

@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import logging
 import os
@@ -69,8 +68,10 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import load_train_overhead, loadavg  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
@@ -127,17 +128,6 @@ CASES = {
 }
 
 
-def load_train_overhead() -> ModuleType:
-    """bench/train_overhead.py as a module (bench/ is not a package and not on sys.path)."""
-    path = Path(__file__).resolve().parent / "train_overhead.py"
-    spec = importlib.util.spec_from_file_location("bench_train_overhead", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 class OtherLoad:
     """Cores that other processes kept busy between construction and `cores()`: the machine's
     busy CPU time (/proc/stat) minus this process's and its reaped children's."""
@@ -157,10 +147,6 @@ class OtherLoad:
         wall = time.perf_counter() - self._t0
         other = (self._busy() - self._machine0) - (self._own() - self._own0)
         return max(0.0, other) / max(wall, 1e-9)
-
-
-def loadavg() -> str:
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 # --------------------------------------------------------------------------- Keras side

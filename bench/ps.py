@@ -41,30 +41,11 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 import grpc  # noqa: E402
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import CLOCK_TICK, machine_busy_s, runtime_revision, wait_quiet  # noqa: E402
+
 ECHO_METHOD = "/bench.Echo/Echo"
 MODEL_DEF = "mnist.mnist_functional_api.custom_model"
-
-
-def runtime_revision() -> str:
-    """The commit measured, and the runtime files with uncommitted changes (if any)."""
-    repo = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],  # noqa: S607
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "runtime", "proto"],  # noqa: S607
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split("\n")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (no git)"
-    changed = [line[3:] for line in dirty if line.strip()]
-    return head + (f" + uncommitted changes in {', '.join(changed)}" if changed else "")
 
 
 def echo_server() -> int:
@@ -119,32 +100,11 @@ def make_model(total_mb: float, variables: int) -> dict[str, np.ndarray]:
     }
 
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
 def proc_stat(pid: int) -> tuple[float, int]:
     """(CPU seconds, minor page faults) of process `pid` so far."""
     text = Path(f"/proc/{pid}/stat").read_text()
     fields = text[text.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK, int(fields[7])
-
-
-def machine_busy_s() -> float:
-    """Busy CPU seconds of the whole machine since boot (all CPUs, from /proc/stat)."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return (sum(fields[:8]) - fields[3] - fields[4]) / _TICK
-
-
-def wait_quiet(limit_s: float, threshold: float = 0.3) -> float:
-    """Wait (up to `limit_s`) until other processes use < `threshold` cores over 2 s; return
-    the load last seen (this machine is shared; the load is reported either way)."""
-    deadline = time.monotonic() + limit_s
-    while True:
-        busy0, own0 = machine_busy_s(), time.process_time()
-        time.sleep(2.0)
-        load = (machine_busy_s() - busy0 - (time.process_time() - own0)) / 2.0
-        if load < threshold or time.monotonic() >= deadline:
-            return load
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICK, int(fields[7])
 
 
 def self_faults() -> int:

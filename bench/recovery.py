@@ -31,7 +31,6 @@ Prints one `RESULT <name> <value> target=<target>` line per figure at the end (m
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import statistics
@@ -39,22 +38,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import load_train_overhead  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
-
-
-def load_train_overhead() -> ModuleType:
-    """bench/train_overhead.py as a module (for wait_quiet and runtime_revision)."""
-    path = Path(__file__).resolve().parent / "train_overhead.py"
-    spec = importlib.util.spec_from_file_location("bench_train_overhead", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def run_job(data: Path, root: Path, name: str, epochs: int, **extra: Any) -> dict[str, Any]:

@@ -69,6 +69,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import loadavg  # noqa: E402
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 REPO = Path(__file__).resolve().parent.parent
@@ -202,10 +205,6 @@ def fill_postgresql(db: Any, table: Table, rows: int) -> None:
                     for row in batch:
                         copy.write_row(row)
         con.execute(f"ANALYZE {table.name}")
-
-
-def loadavg() -> str:
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def rows_label(n: int) -> str:

@@ -56,6 +56,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import CLOCK_TICK, machine_busy_s, runtime_revision, wait_quiet  # noqa: E402
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
@@ -108,28 +111,6 @@ CASES = {
         quick_epochs=1,
     ),
 }
-
-
-def runtime_revision() -> str:
-    """The commit measured, and the runtime files with uncommitted changes (if any)."""
-    repo = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],  # noqa: S607
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "runtime", "proto"],  # noqa: S607
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split("\n")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (no git)"
-    changed = [line[3:] for line in dirty if line.strip()]
-    return head + (f" + uncommitted changes in {', '.join(changed)}" if changed else "")
 
 
 def make_data(case: Case, root: Path, num_records: int) -> Path:
@@ -240,9 +221,6 @@ def keras_in_subprocess(case: Case, data: Path, threads: int, epochs: int) -> di
 # --------------------------------------------------------------------------- elasticdl side
 
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
 def process_cpu() -> dict[str, float]:
     """CPU seconds (user + system) of this process and of each child, by command line."""
     me = os.getpid()
@@ -259,7 +237,7 @@ def process_cpu() -> dict[str, float]:
         pid, ppid = int(entry), int(fields[1])
         if pid != me and ppid != me:
             continue
-        cpu = (int(fields[11]) + int(fields[12])) / _TICK
+        cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICK
         if pid == me:
             role = "master (bench process)"
         else:
@@ -272,25 +250,6 @@ def process_cpu() -> dict[str, float]:
         found[role] = found.get(role, 0.0) + cpu
     found["whole machine (busy)"] = machine_busy_s()
     return found
-
-
-def machine_busy_s() -> float:
-    """Busy CPU seconds of the whole machine since boot (all CPUs, from /proc/stat)."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    return (sum(fields[:8]) - idle) / _TICK
-
-
-def wait_quiet(limit_s: float, threshold: float = 0.3) -> float:
-    """Wait (up to `limit_s`) until other processes use < `threshold` cores over 2 s; return
-    the load last seen (this machine is shared; the load is reported either way)."""
-    deadline = time.monotonic() + limit_s
-    while True:
-        busy0, own0 = machine_busy_s(), time.process_time()
-        time.sleep(2.0)
-        load = (machine_busy_s() - busy0 - (time.process_time() - own0)) / 2.0
-        if load < threshold or time.monotonic() >= deadline:
-            return load
 
 
 def timed_job_class() -> type:

@@ -49,7 +49,7 @@ WAIT_MARGIN_S = 600
 """--wait_timeout defaults to the workflow's --deadline_seconds plus this."""
 _MAX_PREFIX = 57
 """Longest --job_name: the workflow name (prefix, '-', 5 random characters) is a label value
-on the job's pods, at most 63 characters."""
+on Argo's own step pods (workflows.argoproj.io/workflow), at most 63 characters."""
 
 _ARGO_DESTS = frozenset(
     {

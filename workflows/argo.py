@@ -23,7 +23,13 @@ inputs and the template chooses between them; a skipped step's output is then an
 Robustness: every pod step retries infrastructure failures (see `retry`); the job step and the
 workflow have ``activeDeadlineSeconds``; ``podGC: OnPodSuccess`` keeps failed pods for
 debugging; ``ttlStrategy`` deletes finished workflows; an optional semaphore caps concurrent
-jobs; ``onExit`` deletes leftover job pods by label. Argv lists everywhere: no ``sh -c``.
+jobs; ``onExit`` deletes the job's leftover pods, Services and ConfigMap by the label the master
+gave them (`cleanup`). Argv lists everywhere: no ``sh -c``.
+
+The elastic job's step (`Step.long_running`) gets the downward-API variables ``MY_POD_NAME``,
+``MY_POD_UID``, ``MY_POD_IP`` and ``MY_POD_NAMESPACE``: with ``--instance_manager kubernetes``
+(the default on Argo) its master owns the pods it creates and tells them its address. A step's
+container args are `Step.args` followed by `Step.argo_args` (the Kubernetes flags).
 """
 
 from __future__ import annotations
@@ -196,7 +202,7 @@ def _container(step: Step, opts: ArgoOptions) -> Container:
         name=step.name,
         image=names.tag(step.image),
         command=list(step.argv_command),
-        args=[names.tag(arg) for arg in step.args],
+        args=[names.tag(arg) for arg in step.argv_args(Engine.ARGO)],
         env=[Env(name=k, value=v) for k, v in step.env]
         + (_POD_IDENTITY if step.long_running else []),
         inputs=[Parameter(name=n) for n in names.inputs] or None,

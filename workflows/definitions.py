@@ -14,8 +14,23 @@ Predict::
         -> predict (in that image)
             -> write-back (only with --output_table: the predictions into a SQL table)
 
-Both end (on Argo, whatever happened) with `cleanup`, which deletes the job's leftover pods and
-services by their `elasticdl-job-name` label.
+Both end (on Argo, whatever happened) with `cleanup` (`workflows/cleanup.py`), which deletes
+the job's leftover pods, Services and ConfigMap by the `elasticdl-job-name` label the master
+gave them.
+
+Where the workers run. On Argo the master's pod creates a pod per parameter server and worker
+through the Kubernetes API (`--instance_manager kubernetes`, the default there: what makes the
+job elastic across nodes, with preempted pods relaunched), so the pipelines take the Kubernetes
+flags of `runtime/k8s/options.py` as Argo-only parameters (resources, priorities, node
+selector, tolerations, volumes, pull secrets, the pods' service account, grace period) and the
+job step passes them (`Step.argo_args`). Two are not parameters but fixed by the workflow:
+`--pod_image` is the step's own image (the job image: the workers must run the master's code,
+and the master cannot read it back reliably from its pod, whose first container is Argo's
+`wait`), and `--pod_namespace` is the workflow's namespace (the one the Role grants, and the
+one cleanup searches). `--instance_manager local` stays a choice on Argo (workers as processes
+in the master's pod: a small job, or a cluster without the Role). The local engine has no
+cluster: there `local` is the default and `kubernetes` is refused with one line, and the
+Kubernetes parameters are neither needed nor passed.
 
 Where each run writes: with `--versioned true` (what a CronWorkflow uses) the model goes to
 `OUTPUT/runs/<run name>` and `OUTPUT/LATEST` names it once it is published, so a run never
@@ -27,11 +42,22 @@ predictions on their way to a table) goes under `WORK_DIR/<run name>/`. Data is 
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from elasticdl import __version__
-from elasticdl.workflows.parameters import Check, PipelineParam
+from elasticdl.runtime.k8s import manifests
+from elasticdl.runtime.k8s.options import (
+    DEFAULT_PS_REQUEST,
+    DEFAULT_WORKER_REQUEST,
+    KubernetesOptions,
+)
+from elasticdl.workflows.parameters import Check, PipelineParam, Rule
 from elasticdl.workflows.pipeline import Pipeline
 from elasticdl.workflows.steps import (
     ARGO_ONLY,
+    Engine,
     SecretMount,
     Step,
     StepOutput,
@@ -50,26 +76,32 @@ from elasticdl.workflows.values import (
     Param,
     RunName,
     TaskOutput,
+    Value,
 )
 
-JOB_LABEL = "elasticdl-job-name"
-"""Label on every pod and service an elastic job creates; its value is the job name (the
-workflow's name on Argo). Never a `workflows.argoproj.io/*` label: Argo would adopt the pods."""
+JOB_LABEL = manifests.LABEL_JOB
+"""Label on every pod, Service and ConfigMap an elastic job creates; its value is
+`manifests.name_prefix(job name)` (the job name is the workflow's name on Argo). Never a
+`workflows.argoproj.io/*` label: Argo would adopt the pods."""
 
 DEFAULT_ELASTICDL_IMAGE = f"elasticdl/elasticdl:{__version__}"
 DEFAULT_KANIKO_IMAGE = "gcr.io/kaniko-project/executor:v1.23.2"
-DEFAULT_KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.33.0"
 BOOL = ("false", "true")
+INSTANCE_MANAGERS = ("local", "kubernetes")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
 def _common_params() -> tuple[PipelineParam, ...]:
     return (
         PipelineParam(
             "instance_manager",
-            "Where the master starts workers: local (processes in the master's pod) or "
-            "kubernetes (one pod each; available with the Kubernetes instance manager)",
-            default="local",
-            enum=("local", "kubernetes"),
+            "Where the master starts parameter servers and workers: kubernetes (a pod each, "
+            "created through the Kubernetes API and relaunched when preempted; the default on "
+            "Argo) or local (processes in the master's pod; the only choice on the local "
+            "engine, which runs them on this machine)",
+            default="kubernetes",
+            enum=INSTANCE_MANAGERS,
+            local_default="local",
         ),
         PipelineParam(
             "work_dir",
@@ -80,12 +112,6 @@ def _common_params() -> tuple[PipelineParam, ...]:
             "elasticdl_image",
             "Image of the ElasticDL runtime, for the steps that need no model zoo",
             default=DEFAULT_ELASTICDL_IMAGE,
-            argo_only=True,
-        ),
-        PipelineParam(
-            "kubectl_image",
-            "Image with kubectl as entry point, for the cleanup of leftover job pods",
-            default=DEFAULT_KUBECTL_IMAGE,
             argo_only=True,
         ),
     )
@@ -110,20 +136,205 @@ def _sql_params(with_label: bool) -> tuple[PipelineParam, ...]:
 def _cleanup() -> Step:
     return Step(
         name="cleanup",
-        description="Delete the job's leftover pods and services (by label), whatever happened",
-        image=Param("kubectl_image"),
-        command=("kubectl",),
-        args=(
-            Lit("delete"),
-            Lit("pods,services"),
-            Join(Lit(f"--selector={JOB_LABEL}="), RunName()),
-            flag("namespace", Namespace()),
-            Lit("--ignore-not-found=true"),
-            Lit("--wait=false"),
-        ),
+        description="Delete the job's leftover pods, Services and ConfigMap (by the label the "
+        "master gave them), whatever happened",
+        image=Param("elasticdl_image"),
+        module="elasticdl.workflows.cleanup",
+        args=(flag("job_name", RunName()), flag("namespace", Namespace())),
         engines=ARGO_ONLY,
-        env=(),
     )
+
+
+# -- the Kubernetes flags of the job step (runtime/k8s/options.py) -----------------------------
+
+
+def _checked(parse: Callable[[str], object]) -> Callable[[str], object]:
+    """A parameter check from a `manifests` parser (its ManifestError names the flag)."""
+
+    def check(value: str) -> object:
+        return parse(value) if value.strip() else None
+
+    return check
+
+
+def _name_check(flag_name: str, what: str) -> Callable[[str], object]:
+    def check(value: str) -> None:
+        if value and not _DNS_SUBDOMAIN.match(value):
+            raise ValueError(
+                f"--{flag_name} {value!r}: not a {what} name (lowercase letters, digits, "
+                "'-' and '.')"
+            )
+
+    return check
+
+
+def _kubernetes_params(with_ps: bool) -> tuple[PipelineParam, ...]:
+    """The pods' settings: the Kubernetes flags the job step takes (Argo only)."""
+    resources = "cpu=1,memory=4096Mi[,gpu=1][,ephemeral-storage=10Gi]"
+    roles = (("worker", "each worker pod", DEFAULT_WORKER_REQUEST),)
+    if with_ps:
+        roles += (("ps", "each parameter-server pod", DEFAULT_PS_REQUEST),)
+    params: tuple[PipelineParam, ...] = ()
+    for role, pods, request in roles:
+        params += (
+            PipelineParam(
+                f"{role}_resource_request",
+                f"Resources {pods} requests: {resources}",
+                default=request,
+                argo_only=True,
+                validate=_checked(
+                    lambda v, r=role: manifests.parse_resources(v, f"--{r}_resource_request")
+                ),
+            ),
+            PipelineParam(
+                f"{role}_resource_limit",
+                f"Resource limits of {pods}, the same form; empty: the requests",
+                argo_only=True,
+                validate=_checked(
+                    lambda v, r=role: manifests.parse_resources(v, f"--{r}_resource_limit")
+                ),
+            ),
+        )
+    params += (
+        PipelineParam(
+            "worker_pod_priority",
+            "PriorityClass of the worker pods: CLASS, or CLASS=SHARE[,REST] (high=0.5: half "
+            "the workers high, the rest low); empty: the cluster's default",
+            argo_only=True,
+            validate=_checked(manifests.parse_worker_priority),
+        ),
+    )
+    if with_ps:
+        params += (
+            PipelineParam(
+                "ps_pod_priority",
+                "PriorityClass of the parameter-server pods; empty: the cluster's default",
+                argo_only=True,
+                validate=_name_check("ps_pod_priority", "PriorityClass"),
+            ),
+        )
+    params += (
+        PipelineParam(
+            "node_selector",
+            "Node labels the job's pods need: KEY=VALUE[,...], e.g. "
+            "cloud.google.com/gke-nodepool=ml",
+            argo_only=True,
+            validate=_checked(manifests.parse_node_selector),
+        ),
+        PipelineParam(
+            "tolerations",
+            "Taints the job's pods tolerate: KEY[=VALUE][:EFFECT][;...], e.g. "
+            "nvidia.com/gpu:NoSchedule",
+            argo_only=True,
+            validate=_checked(manifests.parse_tolerations),
+        ),
+        PipelineParam(
+            "volume",
+            "Volumes mounted in the job's pods: claim_name=C,mount_path=/p[;host_path=/h,"
+            "mount_path=/q,read_only=true;...] (also config_map, secret, empty_dir=true)",
+            argo_only=True,
+            validate=_checked(manifests.parse_volumes),
+        ),
+        PipelineParam(
+            "image_pull_secrets",
+            "Secrets for pulling the job image in the job's pods, comma-separated",
+            argo_only=True,
+            validate=_checked(manifests.parse_image_pull_secrets),
+        ),
+        PipelineParam(
+            "image_pull_policy",
+            "imagePullPolicy of the job's pods",
+            default=KubernetesOptions.image_pull_policy,
+            enum=("IfNotPresent", "Always", "Never"),
+            argo_only=True,
+        ),
+        PipelineParam(
+            "pod_service_account",
+            "ServiceAccount of the job's pods (e.g. one with access to the data); empty: the "
+            "namespace's default (the pods need no Kubernetes API access)",
+            argo_only=True,
+            validate=_name_check("pod_service_account", "ServiceAccount"),
+        ),
+        PipelineParam(
+            "termination_grace_period",
+            "Seconds a pod the master stops gets to finish (a worker, its minibatch) before "
+            "it is killed",
+            default=str(manifests.DEFAULT_GRACE_S),
+            kind="int",
+            minimum=0,
+            maximum=3600,
+            argo_only=True,
+        ),
+    )
+    return params
+
+
+KUBERNETES_FLAGS = (
+    # The master's Kubernetes flags (runtime/k8s/options.py) that are pipeline parameters.
+    "worker_resource_request",
+    "worker_resource_limit",
+    "ps_resource_request",
+    "ps_resource_limit",
+    "worker_pod_priority",
+    "ps_pod_priority",
+    "node_selector",
+    "tolerations",
+    "volume",
+    "image_pull_secrets",
+    "image_pull_policy",
+    "pod_service_account",
+    "termination_grace_period",
+)
+
+
+def _kubernetes_args(job_image: Value, with_ps: bool) -> tuple[Value, ...]:
+    """The job step's Kubernetes flags (Argo only): the parameters above, the pods' image (the
+    step's own) and namespace (the workflow's)."""
+    names = [n for n in KUBERNETES_FLAGS if with_ps or not n.startswith("ps_")]
+    return (
+        flag("pod_image", job_image),
+        flag("pod_namespace", Namespace()),
+        *(flag(name, Param(name)) for name in names),
+    )
+
+
+def _kubernetes_problem(values: Mapping[str, str]) -> str | None:
+    """What the master would refuse before it starts (say, a limit below its request), with
+    its own message: the flags through `KubernetesOptions.cluster_spec`."""
+    given: dict[str, Any] = {name: values[name] for name in KUBERNETES_FLAGS if name in values}
+    if "termination_grace_period" in given:
+        given["termination_grace_period"] = int(given["termination_grace_period"])
+    try:
+        KubernetesOptions(**given).cluster_spec(
+            "check", "127.0.0.1:0", image="check", namespace="check", env={}
+        )
+    except ValueError as err:
+        return str(err)
+    return None
+
+
+_NO_KUBERNETES_HERE = Check(
+    Is("instance_manager", "kubernetes"),
+    "--instance_manager kubernetes needs a cluster: its master runs in a pod and creates the "
+    "workers' pods; run the pipeline on Argo (elasticdl ... --engine argo), or use "
+    "--instance_manager local here (workers as processes on this machine)",
+    engines=frozenset({Engine.LOCAL}),
+)
+
+
+def _min_workers_problem(values: Mapping[str, str]) -> str | None:
+    try:
+        num_workers, min_workers = int(values["num_workers"]), int(values["min_workers"])
+    except (KeyError, ValueError):
+        return None  # the parameters' own checks say what is wrong
+    if min_workers > num_workers:
+        return f"--min_workers {min_workers} is more than --num_workers {num_workers}"
+    return None
+
+
+def _kubernetes_rule(with_ps: bool) -> Rule:
+    names = tuple(n for n in KUBERNETES_FLAGS if with_ps or not n.startswith("ps_"))
+    return Rule(names, _kubernetes_problem, engines=ARGO_ONLY)
 
 
 def _int(name: str, description: str, default: str, minimum: int) -> PipelineParam:
@@ -181,6 +392,12 @@ def train_pipeline() -> Pipeline:
             enum=BOOL,
         ),
         _int("num_workers", "Number of workers", "2", 1),
+        _int(
+            "min_workers",
+            "The job goes on while at least this many workers are alive (at most num_workers)",
+            "1",
+            1,
+        ),
         _int("num_ps", "Number of parameter servers", "1", 1),
         _int("minibatch_size", "Records per minibatch", "64", 1),
         _int("num_epochs", "Passes over the training data", "1", 1),
@@ -225,6 +442,7 @@ def train_pipeline() -> Pipeline:
             argo_only=True,
         ),
         *_common_params(),
+        *_kubernetes_params(with_ps=True),
     )
     steps = (
         Step(
@@ -281,6 +499,7 @@ def train_pipeline() -> Pipeline:
                 flag("output", model_dir),
                 flag("validation_data", Param("validation_data")),
                 flag("num_workers", Param("num_workers")),
+                flag("min_workers", Param("min_workers")),
                 flag("num_ps", Param("num_ps")),
                 flag("minibatch_size", Param("minibatch_size")),
                 flag("num_epochs", Param("num_epochs")),
@@ -297,6 +516,7 @@ def train_pipeline() -> Pipeline:
                     ),
                 ),
             ),
+            argo_args=_kubernetes_args(job_image, with_ps=True),
             after=("build-image", "sql-to-recordio"),
             long_running=True,
         ),
@@ -331,17 +551,17 @@ def train_pipeline() -> Pipeline:
         Check(
             All(IsSet("sql"), IsEmpty("work_dir")),
             "--sql needs --work_dir: a directory URL (gs://...) for the converted rows",
-            argo_only=True,
+            engines=ARGO_ONLY,
         ),
         Check(
             All(IsEmpty("image"), IsEmpty("zoo_context")),
             "give --image (a built job image) or --zoo_context (a build context for kaniko)",
-            argo_only=True,
+            engines=ARGO_ONLY,
         ),
         Check(
             All(IsEmpty("image"), IsEmpty("image_repository")),
             "building the job image needs --image_repository (where kaniko pushes it)",
-            argo_only=True,
+            engines=ARGO_ONLY,
         ),
         Check(
             All(Is("warm_start", "true"), Is("versioned", "false")),
@@ -353,6 +573,9 @@ def train_pipeline() -> Pipeline:
             "--warm_start true needs --checkpoint_steps > 0: the next run starts from the "
             "checkpoints of this one",
         ),
+        _NO_KUBERNETES_HERE,
+        _kubernetes_rule(with_ps=True),
+        Rule(("num_workers", "min_workers"), _min_workers_problem),
     )
     return Pipeline(
         name="train",
@@ -410,6 +633,7 @@ def predict_pipeline() -> Pipeline:
             argo_only=True,
         ),
         *_common_params(),
+        *_kubernetes_params(with_ps=False),
     )
     steps = (
         _runtime(
@@ -451,6 +675,7 @@ def predict_pipeline() -> Pipeline:
                 flag("job_name", RunName()),
                 flag("instance_manager", Param("instance_manager")),
             ),
+            argo_args=_kubernetes_args(TaskOutput("resolve-image", "image"), with_ps=False),
             after=("sql-to-recordio", "resolve-image"),
             long_running=True,
         ),
@@ -476,7 +701,7 @@ def predict_pipeline() -> Pipeline:
         Check(
             All(IsSet("sql"), IsEmpty("work_dir")),
             "--sql needs --work_dir: a directory URL (gs://...) for the converted rows",
-            argo_only=True,
+            engines=ARGO_ONLY,
         ),
         Check(
             All(IsSet("output_table"), IsEmpty("sql")),
@@ -495,6 +720,8 @@ def predict_pipeline() -> Pipeline:
             "--output_table needs --output_format recordio",
         ),
         Check(All(IsSet("key"), IsEmpty("output_table")), "--key applies to --output_table only"),
+        _NO_KUBERNETES_HERE,
+        _kubernetes_rule(with_ps=False),
     )
     return Pipeline(
         name="predict",

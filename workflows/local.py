@@ -5,6 +5,11 @@ step module's own `add_arguments` (the parser its container's `main` uses) and h
 `run_from_args`, which calls `run(...)`. Steps that only make sense on Argo (building an image,
 resolving one, deleting pods) are skipped, and so is a step whose `when` does not hold, exactly
 as on Argo. The first failing step stops the run.
+
+There is no cluster here: the elastic job's master runs in this process and starts its
+parameter servers and workers as local processes (`--instance_manager local`, the local
+default; `kubernetes` is refused before any step runs), and a step's Argo-only arguments (the
+Kubernetes flags, `Step.argo_args`) are not passed.
 """
 
 from __future__ import annotations
@@ -112,7 +117,7 @@ def run_local(
             output_path=lambda name, d=step_dir: str(d / name),
             outputs=outputs,
         )
-        argv = [evaluate(arg, ctx) for arg in step.args]
+        argv = [evaluate(arg, ctx) for arg in step.argv_args(Engine.LOCAL)]
         run = _run_step(step, argv)
         if run.status == "succeeded":
             for output in step.outputs:

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from elasticdl.workflows.parameters import Check, PipelineParam
+from elasticdl.workflows.parameters import Check, PipelineParam, Rule
 from elasticdl.workflows.steps import Engine, Step
 from elasticdl.workflows.values import Param, TaskOutput
 
@@ -18,7 +18,8 @@ class PipelineError(ValueError):
 @dataclass(frozen=True)
 class Pipeline:
     """`steps` run in dependency order (`Step.after`); `exit_step` runs at the end on Argo
-    whatever happened (cleanup); `checks` are value combinations refused up front."""
+    whatever happened (cleanup); `checks` are value combinations refused up front (`Check`s
+    and, for what a condition cannot say, `Rule`s)."""
 
     name: str
     template_name: str
@@ -26,7 +27,7 @@ class Pipeline:
     params: tuple[PipelineParam, ...]
     steps: tuple[Step, ...]
     exit_step: Step | None = None
-    checks: tuple[Check, ...] = ()
+    checks: tuple[Check | Rule, ...] = ()
 
     def __post_init__(self) -> None:
         self.validate()
@@ -79,9 +80,9 @@ class Pipeline:
                     if isinstance(leaf, Param) and leaf.name not in known:
                         raise PipelineError(f"step {step.name}: unknown parameter {leaf.name!r}")
         for check in self.checks:
-            for leaf in check.when.refs():
-                if isinstance(leaf, Param) and leaf.name not in known:
-                    raise PipelineError(f"check {check.message!r}: unknown parameter {leaf.name}")
+            for name in check.params():
+                if name not in known:
+                    raise PipelineError(f"check {check!r}: unknown parameter {name}")
         self.order()
 
     def _check_task_output(self, step: Step, ref: TaskOutput, by_name: dict[str, Step]) -> None:
@@ -149,7 +150,7 @@ class Pipeline:
         for param in self.params:
             value = values.get(param.name)
             if value is None:
-                value = param.default
+                value = param.default_on(engine)
             if value is None:
                 if param.argo_only and engine is Engine.LOCAL:
                     continue
@@ -167,7 +168,7 @@ class Pipeline:
         if run_checks:
             complete = {p.name: resolved.get(p.name, "") for p in self.params}
             for check in self.checks:
-                problem = check.problem(complete, argo=engine is Engine.ARGO)
+                problem = check.problem(complete, engine)
                 if problem:
                     raise PipelineError(problem)
         return resolved

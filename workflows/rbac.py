@@ -2,11 +2,13 @@
 
 The ServiceAccount the workflows run as may, in its own namespace only:
 
-* pods: create, get, list, watch, delete, patch -- the elastic master creates its worker and
-  parameter-server pods, watches them, relaunches and retires them; the exit handler deletes
-  leftovers by label;
-* services: create, get, list, watch, delete -- the master gives parameter servers stable
-  addresses; the exit handler deletes leftovers;
+* pods: create, get, list, watch, delete, deletecollection, patch -- the elastic master (with
+  ``--instance_manager kubernetes``) creates its worker and parameter-server pods, watches
+  them, relaunches and retires them, and deletes them all at the end; the exit handler
+  (`cleanup.py`) lists and deletes leftovers by label;
+* services, configmaps: create, get, list, watch, delete, deletecollection -- the master gives
+  each parameter server a Service (a stable address) and its pods the job's config in a
+  ConfigMap; the exit handler lists and deletes leftovers by label;
 * argoproj.io workflowtaskresults: create, patch -- what Argo's executor (v3.4+) needs to report
   a step's outputs.
 

@@ -52,8 +52,9 @@ class Step:
     """One step of a pipeline.
 
     The container runs `command` (default ``python -m <module>``) with `args`, an argv list
-    whose elements are values (never a shell string). The local engine parses the same argv
-    with the module's ``add_arguments`` and calls its ``run_from_args`` (which calls ``run``).
+    whose elements are values (never a shell string), followed on Argo by `argo_args`. The
+    local engine parses `args` alone with the module's ``add_arguments`` and calls its
+    ``run_from_args`` (which calls ``run``).
     """
 
     name: str
@@ -72,6 +73,10 @@ class Step:
     render-time settings: Kubernetes checks quantities before Argo could substitute them)."""
     secrets: tuple[SecretMount, ...] = ()
     env: tuple[tuple[str, str], ...] = field(default=(("PYTHONUNBUFFERED", "1"),))
+    argo_args: tuple[Value, ...] = ()
+    """More argv elements, on Argo only: flags that mean nothing on this machine (the pods'
+    image, resources, node selector... of a job whose master creates pods). The local engine
+    never passes them, so the step's local argv stays what the local run needs."""
 
     def __post_init__(self) -> None:
         if (self.module is None) == (self.command is None):
@@ -79,7 +84,7 @@ class Step:
         if not self.name.replace("-", "").isalnum() or not self.name[0].isalpha():
             raise ValueError(f"step name {self.name!r}: letters, digits and '-', letter first")
         declared = {o.name for o in self.outputs}
-        for value in (self.image, *self.args):
+        for value in (self.image, *self.args, *self.argo_args):
             for leaf in value.refs():
                 if isinstance(leaf, Out) and leaf.name not in declared:
                     raise ValueError(f"step {self.name}: Out({leaf.name!r}) is not declared")
@@ -93,8 +98,13 @@ class Step:
     def values(self) -> Iterator[Value]:
         yield self.image
         yield from self.args
+        yield from self.argo_args
         for mount in self.secrets:
             yield mount.secret
+
+    def argv_args(self, engine: Engine) -> tuple[Value, ...]:
+        """The arguments on `engine`: `args`, plus `argo_args` on Argo."""
+        return (*self.args, *self.argo_args) if engine is Engine.ARGO else self.args
 
     def runs_on(self, engine: Engine) -> bool:
         return engine in self.engines

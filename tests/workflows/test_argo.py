@@ -108,18 +108,15 @@ def test_robustness_settings(train_values):
             "limit": 2,
             "retryPolicy": "Always",
         }
+    # The exit handler derives the job's label from the same job name the master gets (the
+    # workflow's name), with the master's own function (see workflows/cleanup.py).
     cleanup = templates["cleanup"]["container"]
-    assert cleanup["command"] == ["kubectl"]
-    assert cleanup["args"] == [
-        "delete",
-        "pods,services",
-        "--selector=elasticdl-job-name={{workflow.name}}",
-        "--namespace={{workflow.namespace}}",
-        "--ignore-not-found=true",
-        "--wait=false",
-    ]
-    # The job's name (the label its pods carry) is the workflow's name.
-    assert "--job_name={{workflow.name}}" in templates["train"]["container"]["args"]
+    assert cleanup["command"] == ["python", "-m", "elasticdl.workflows.cleanup"]
+    assert cleanup["image"] == "{{workflow.parameters.elasticdl_image}}"
+    assert cleanup["args"] == ["--job_name={{workflow.name}}", "--namespace={{workflow.namespace}}"]
+    master = templates["train"]["container"]["args"]
+    assert "--job_name={{workflow.name}}" in master
+    assert "--pod_namespace={{workflow.namespace}}" in master
 
 
 def _evaluate(node: ast.AST) -> Any:
@@ -182,6 +179,9 @@ def test_templates_describe_parameters_and_list_choices():
     assert "value" not in params["model_def"] and "value" not in params["output"]
     assert params["versioned"]["enum"] == ["false", "true"]
     assert params["instance_manager"]["enum"] == ["local", "kubernetes"]
+    assert params["instance_manager"]["value"] == "kubernetes"
+    assert params["worker_resource_request"]["value"] == "cpu=1,memory=4096Mi"
+    assert params["image_pull_policy"]["enum"] == ["IfNotPresent", "Always", "Never"]
     assert "enum" not in params["data"]
     (predict,) = render_objects("predict", {}, kind="template")
     assert predict["metadata"]["name"] == "elasticdl-predict"

@@ -18,6 +18,7 @@ import yaml
 
 from elasticdl.workflows import PipelineError, run_local, train_pipeline
 from elasticdl.workflows.argo import Schedule
+from elasticdl.workflows.definitions import KUBERNETES_FLAGS
 from elasticdl.workflows.lint import lint_documents
 from elasticdl.workflows.local import step_parser
 from elasticdl.workflows.render import render_objects, to_yaml
@@ -132,4 +133,53 @@ def test_no_container_runs_a_shell():
         for template in obj["spec"]["templates"]:
             container = template.get("container")
             if container:
-                assert container["command"][0] in {"python", "/kaniko/executor", "kubectl"}
+                assert container["command"][0] in {"python", "/kaniko/executor"}
+
+
+# -- the Kubernetes parameters (Argo only) -------------------------------------------------------
+
+KUBERNETES_HOSTILE = {
+    # Values the master's parsers accept, with shell and YAML syntax inside.
+    "volume": "claim_name=$(rm -rf /),mount_path=/data/`id` && echo pwned;"
+    "secret=x'y\"z,mount_path=/s #c",
+    "tolerations": "dedicated=--help $HOME:NoSchedule;k=a: b\n- c:NoExecute",
+}
+KUBERNETES_PARAMS = KUBERNETES_FLAGS
+
+
+@pytest.mark.parametrize("kind", ["workflow", "template", "cron"])
+def test_hostile_kubernetes_values_stay_data(kind):
+    schedule = Schedule(("0 3 * * *",)) if kind == "cron" else None
+    values = {**_values("M", ""), **KUBERNETES_HOSTILE}
+    objects = render_objects("train", values, kind=kind, schedule=schedule)
+    assert list(yaml.safe_load_all(to_yaml(objects))) == objects
+    (obj,) = objects
+    spec = obj["spec"]["workflowSpec"] if kind == "cron" else obj["spec"]
+    params = {p["name"]: p.get("value") for p in spec["arguments"]["parameters"]}
+    for name, hostile in KUBERNETES_HOSTILE.items():
+        assert params[name] == hostile
+    for path, value in _strings(obj):
+        if "echo pwned" in value or "--help $HOME" in value:
+            assert re.fullmatch(r".*arguments\.parameters\[\d+\]\.value", path), path
+    assert lint_documents(objects) == []
+
+
+def test_the_train_step_reads_kubernetes_values_back_exactly():
+    pipeline = train_pipeline()
+    given = {"model_def": "m", "data": "d", "output": "o", "image": "-i", **KUBERNETES_HOSTILE}
+    values = pipeline.resolve(given, engine=Engine.ARGO)
+    ctx = LocalContext(params=values, run_id="run-1", output_path=lambda n: f"/tmp/{n}")
+    argv = [evaluate(a, ctx) for a in pipeline.step("train").argv_args(Engine.ARGO)]
+    args = step_parser(pipeline.step("train")).parse_args(argv)
+    assert args.volume == KUBERNETES_HOSTILE["volume"]
+    assert args.tolerations == KUBERNETES_HOSTILE["tolerations"] and args.pod_image == "-i"
+
+
+@pytest.mark.parametrize("name", KUBERNETES_PARAMS)
+def test_kubernetes_values_with_argo_tags_are_refused_in_one_line(name):
+    for kind in ("workflow", "template", "cron"):
+        schedule = Schedule(("0 3 * * *",)) if kind == "cron" else None
+        values = _values("M", "") | {name: "cpu=1,memory={{workflow.name}}"}
+        with pytest.raises(ValueError, match=rf"--{name}: the value contains '\{{\{{'") as err:
+            render_objects("train", values, kind=kind, schedule=schedule)
+        assert "\n" not in str(err.value)

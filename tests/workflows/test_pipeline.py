@@ -54,7 +54,9 @@ def test_every_container_step_is_python_m_a_step_module_with_an_argv_list():
         for step in pipeline.all_steps():
             if step.module is not None:
                 assert step.argv_command == ("python", "-m", step.module)
-                assert step.module.startswith("elasticdl.steps.")
+                assert step.module.startswith("elasticdl.steps.") or (
+                    step is pipeline.exit_step and step.module == "elasticdl.workflows.cleanup"
+                )
             assert all(not isinstance(a, str) for a in step.args)
 
 
@@ -275,7 +277,14 @@ def test_a_step_added_to_the_definition_runs_locally_and_appears_in_the_argo_dag
 
 
 def test_the_cleanup_selects_job_pods_by_the_job_label():
+    from elasticdl.runtime.k8s import manifests
+    from elasticdl.workflows.cleanup import job_selector
+
     cleanup = train_pipeline().exit_step
-    assert cleanup.command == ("kubectl",)
-    assert JOB_LABEL == "elasticdl-job-name"
+    assert cleanup.module == "elasticdl.workflows.cleanup"
+    assert JOB_LABEL == manifests.LABEL_JOB == "elasticdl-job-name"
     assert not JOB_LABEL.startswith("workflows.argoproj.io")
+    # The label value is the master's prefix of the job name, not the name itself.
+    name = "Team.ML-" + "x" * 60
+    assert job_selector(name) == f"{JOB_LABEL}={manifests.name_prefix(name)}"
+    assert len(job_selector(name)) == len(JOB_LABEL) + 1 + 40

@@ -397,6 +397,30 @@ def test_argo_only_flags_for_the_local_engine():
     assert argo_only_flags(parse("predict", *PREDICT_FLAGS), "predict") == []
 
 
+def test_engine_argo_runs_workers_as_pods_with_the_kubernetes_flags(argo, capsys):
+    flags = [
+        "--worker_resource_request=cpu=2,memory=8Gi,gpu=1",
+        "--node_selector=cloud.google.com/gke-nodepool=gpu",
+        "--tolerations=nvidia.com/gpu:NoSchedule",
+        "--pod_service_account=reader",
+    ]
+    status, _, err = run(capsys, "train", *TRAIN_FLAGS, *flags, f"--argo_server={argo.url}")
+    assert (status, err) == (0, "")
+    params = params_of(argo.workflow_body()["workflow"])
+    assert params["instance_manager"] == "kubernetes"
+    assert params["worker_resource_request"] == "cpu=2,memory=8Gi,gpu=1"
+    assert params["tolerations"] == "nvidia.com/gpu:NoSchedule"
+    assert params["pod_service_account"] == "reader"
+    # Checked before anything is sent, like the master would: one line naming the flag.
+    status, _, err = run(
+        capsys, "train", *TRAIN_FLAGS, "--node_selector=gpu", f"--argo_server={argo.url}"
+    )
+    assert status == 2 and "--node_selector 'gpu'" in err and len(err.strip().splitlines()) == 1
+    # The local engine has no use for them: they are Argo-only flags, which it refuses.
+    args = parse("predict", *PREDICT_FLAGS, "--worker_resource_limit=cpu=2")
+    assert argo_only_flags(args, "predict") == ["--worker_resource_limit"]
+
+
 def test_token_echoed_by_the_server_is_scrubbed(argo, capsys):
     argo.reply = lambda *_: (401, {"message": f"token {TOKEN} expired"})
     status, _, err = run(

@@ -182,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_render_command(commands)
     add_lint_command(commands)
+    from elasticdl.scale_command import add_scale_command
+
+    add_scale_command(commands)
     _add_data_commands(commands)
     _add_zoo_commands(commands)
     return parser
@@ -333,6 +336,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_inference(args)
         if args.command == "sql":
             return _run_sql(args, extra)
+        if args.command == "scale":
+            from elasticdl.scale_command import run_scale
+
+            return run_scale(args)
         if args.command in ("render", "lint"):
             from elasticdl.render_command import run as run_render
 

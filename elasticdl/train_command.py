@@ -73,7 +73,14 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     ckpt.add_argument("--max_ps_relaunches", type=int, default=3)
 
     job = parser.add_argument_group("job")
-    job.add_argument("--num_workers", type=int, default=2)
+    job.add_argument("--num_workers", type=int, default=2, help="workers to start with")
+    job.add_argument(
+        "--min_workers",
+        type=int,
+        default=1,
+        help="the job goes on while at least this many workers are alive (default 1); "
+        "`elasticdl scale` cannot go below it",
+    )
     job.add_argument("--num_ps", type=int, default=1)
     job.add_argument("--minibatch_size", type=int, default=64)
     job.add_argument("--num_epochs", type=int, default=1)
@@ -143,6 +150,7 @@ def options_from_namespace(args: argparse.Namespace) -> TrainOptions:
         optimizer=args.optimizer,
         eval_metrics_fn=args.eval_metrics_fn,
         num_workers=args.num_workers,
+        min_workers=args.min_workers,
         num_ps=args.num_ps,
         minibatch_size=args.minibatch_size,
         num_epochs=args.num_epochs,

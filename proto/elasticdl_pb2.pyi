@@ -185,6 +185,20 @@ class ReportVersionRequest(_message.Message):
     model_version: int
     def __init__(self, worker_id: _Optional[int] = ..., model_version: _Optional[int] = ...) -> None: ...
 
+class ScaleWorkersRequest(_message.Message):
+    __slots__ = ("num_workers",)
+    NUM_WORKERS_FIELD_NUMBER: _ClassVar[int]
+    num_workers: int
+    def __init__(self, num_workers: _Optional[int] = ...) -> None: ...
+
+class ScaleWorkersResponse(_message.Message):
+    __slots__ = ("accepted", "message")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    accepted: bool
+    message: str
+    def __init__(self, accepted: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
+
 class PullDenseParametersRequest(_message.Message):
     __slots__ = ("version",)
     VERSION_FIELD_NUMBER: _ClassVar[int]

@@ -59,6 +59,11 @@ class MasterStub:
                 request_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.ReportVersionRequest.SerializeToString,
                 response_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.Empty.FromString,
                 _registered_method=True)
+        self.scale_workers = channel.unary_unary(
+                '/elasticdl.Master/scale_workers',
+                request_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.ScaleWorkersRequest.SerializeToString,
+                response_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.ScaleWorkersResponse.FromString,
+                _registered_method=True)
 
 
 class MasterServicer:
@@ -94,6 +99,12 @@ class MasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def scale_workers(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -121,6 +132,11 @@ def add_MasterServicer_to_server(servicer, server):
                     servicer.report_version,
                     request_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.ReportVersionRequest.FromString,
                     response_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.Empty.SerializeToString,
+            ),
+            'scale_workers': grpc.unary_unary_rpc_method_handler(
+                    servicer.scale_workers,
+                    request_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.ScaleWorkersRequest.FromString,
+                    response_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.ScaleWorkersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -258,6 +274,33 @@ class Master:
             '/elasticdl.Master/report_version',
             elasticdl_dot_proto_dot_elasticdl__pb2.ReportVersionRequest.SerializeToString,
             elasticdl_dot_proto_dot_elasticdl__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def scale_workers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/elasticdl.Master/scale_workers',
+            elasticdl_dot_proto_dot_elasticdl__pb2.ScaleWorkersRequest.SerializeToString,
+            elasticdl_dot_proto_dot_elasticdl__pb2.ScaleWorkersResponse.FromString,
             options,
             channel_credentials,
             insecure,

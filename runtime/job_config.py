@@ -109,3 +109,10 @@ def configure_tensorflow(config: JobConfig) -> None:
         tf.config.threading.set_intra_op_parallelism_threads(config.intra_op_threads)
         tf.config.threading.set_inter_op_parallelism_threads(config.intra_op_threads)
     keras.utils.set_random_seed(config.seed)
+
+
+def host_port(host: str, port: int) -> str:
+    """`host:port` for gRPC, an IPv6 address in brackets (`[fd00::1]:2222`)."""
+    if ":" in host and not host.startswith("["):
+        return f"[{host}]:{port}"
+    return f"{host}:{port}"

@@ -200,16 +200,7 @@ def run_from_args(args: argparse.Namespace) -> Any:
     return resolve_image(args.trained_model, args.image, args.image_file)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="elasticdl.steps.publish")
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s: %(message)s")
-    try:
-        result = run_from_args(args)
-    except ValueError as err:
-        print(f"publish {args.action}: error: {err}", file=sys.stderr)
-        return 2
+def _finish(args: argparse.Namespace, result: Any) -> int:
     if args.action == "record":
         commit = result.docker_commit_id or "(none)"
         print(f"published {result.model} (docker_commit_id {commit})")
@@ -218,6 +209,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(result)
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from elasticdl.steps.step_main import BAD_INPUT, run_step
+
+    return run_step(
+        "elasticdl.steps.publish",
+        lambda args: f"publish {args.action}",
+        add_arguments,
+        run_from_args,
+        _finish,
+        argv,
+        failures={ValueError: BAD_INPUT},
+    )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ status 2 with one line on stderr for bad input (the URL's password never appears
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 
@@ -44,18 +43,23 @@ def run_from_args(args: argparse.Namespace) -> ConversionResult:
     return run(args.db, args.sql, args.output, args.records_per_file, args.label, args.on_null)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="elasticdl.steps.sql_to_recordio")
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s: %(message)s")
-    try:
-        result = run_from_args(args)
-    except ValueError as err:
-        print(f"sql-to-recordio: error: {err}", file=sys.stderr)
-        return 2
+def _finish(args: argparse.Namespace, result: ConversionResult) -> int:
     print(f"{result.rows} row(s) in {len(result.files)} file(s) at {result.output}")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from elasticdl.steps.step_main import BAD_INPUT, run_step
+
+    return run_step(
+        "elasticdl.steps.sql_to_recordio",
+        "sql-to-recordio",
+        add_arguments,
+        run_from_args,
+        _finish,
+        argv,
+        failures={ValueError: BAD_INPUT},
+    )
 
 
 if __name__ == "__main__":

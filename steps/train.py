@@ -2,13 +2,26 @@
 
     python -m elasticdl.steps.train --model_def=regressor.DNN --data=gs://b/train \\
         --output=gs://b/models/m1 [--instance_manager local|kubernetes] \\
-        [--init_from_latest gs://b/models/LATEST] [every `elasticdl train` flag]
+        [--init_from_latest gs://b/models/LATEST] [every `elasticdl train` flag] \\
+        [the Kubernetes flags: --pod_image, --worker_resource_request, --node_selector, ...]
 
 The flags are `elasticdl train`'s (the same parser) plus:
 
-* `--instance_manager`: where the master starts its workers. `local` starts them as processes
-  next to the master (in its pod on Argo); `kubernetes` (one pod each) comes with the
-  Kubernetes instance manager and is refused until then.
+* `--instance_manager`: where the master starts its parameter servers and workers. `local`
+  (the default here, and what the local engine passes) starts them as processes next to the
+  master; `kubernetes` (what the Argo pipeline passes by default) creates a pod for each
+  through the Kubernetes API (`runtime/k8s/`). That needs the master to run in a pod, with
+  `MY_POD_IP` from the downward API (the address its pods dial; refused up front without it)
+  and `MY_POD_NAME` / `MY_POD_UID` (the owner of the pods it creates), under a service
+  account that may manage pods, Services and ConfigMaps (`workflows/rbac.py`). The pods
+  read the data and the checkpoints and write checkpoints themselves: each of those must be
+  an object-store URL or lie on a shared `--volume` (refused up front otherwise).
+* the Kubernetes flags of `runtime/k8s/options.py` (used with `kubernetes` only):
+  `--pod_image` (default: the master pod's image; the Argo pipeline passes the job image),
+  `--pod_namespace`, `--worker_resource_request` / `--worker_resource_limit`,
+  `--ps_resource_request` / `--ps_resource_limit`, `--worker_pod_priority`,
+  `--ps_pod_priority`, `--volume`, `--node_selector`, `--tolerations`, `--image_pull_secrets`,
+  `--image_pull_policy`, `--pod_service_account`, `--termination_grace_period`, `--ps_port`.
 * `--init_from_latest URL`: warm start. URL is a `LATEST` pointer (what the `publish latest`
   step writes): the job starts from the checkpoints of the model it names. No pointer yet (the
   first run of a schedule) means a cold start; a model without checkpoints is an error.
@@ -131,18 +144,24 @@ def run(
         return TrainingJob(options).run()
     from elasticdl.runtime.k8s.options import (
         KubernetesOptions,
-        make_instance_manager,
-        master_address,
+        check_reachable_from_pods,
+        instance_manager_factory,
     )
 
     k8s = kubernetes or KubernetesOptions()
-    master_address(0)  # MY_POD_IP must be set (downward API): fail before anything starts
-    k8s.cluster_spec("check", "127.0.0.1:0", image="check", namespace="check")
+    factory = instance_manager_factory(k8s)
+    # Workers read the data; PS pods read the initial checkpoints and write new ones.
+    check_reachable_from_pods("--training_data", options.training_data, k8s.volume)
+    check_reachable_from_pods("--validation_data", options.validation_data, k8s.volume)
+    check_reachable_from_pods(
+        "--checkpoint_dir_for_init", options.checkpoint_dir_for_init, k8s.volume
+    )
+    if options.resolved_checkpoint_dir:
+        check_reachable_from_pods(
+            "--checkpoint_dir", options.resolved_checkpoint_dir, k8s.volume, writable=True
+        )
     options.master_host = os.environ["MY_POD_IP"]
-    return TrainingJob(
-        options,
-        instance_manager_factory=lambda path, addr, _: make_instance_manager(k8s, path, addr),
-    ).run()
+    return TrainingJob(options, instance_manager_factory=factory).run()
 
 
 def run_from_args(args: argparse.Namespace) -> JobResult:
@@ -163,21 +182,18 @@ def _kubernetes_options(args: argparse.Namespace) -> Any:
     return KubernetesOptions.from_namespace(args)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="elasticdl.steps.train")
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s: %(message)s")
-    try:
-        result = run_from_args(args)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"train: error: {err}", file=sys.stderr)
-        return 2
+def _finish(args: argparse.Namespace, result: JobResult) -> int:
     if not result.succeeded:
         print(f"train: the job failed: {result.error}", file=sys.stderr)
         return 1
     print(f"trained model written to {result.output}")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from elasticdl.steps.step_main import run_step
+
+    return run_step("elasticdl.steps.train", "train", add_arguments, run_from_args, _finish, argv)
 
 
 if __name__ == "__main__":

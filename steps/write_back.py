@@ -126,27 +126,37 @@ def run_from_args(args: argparse.Namespace) -> WriteBackResult:
     return run(args.db, args.table, args.column, args.predictions, args.data, args.key)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="elasticdl.steps.write_back")
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s: %(message)s")
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from elasticdl.runtime.sql.convert import redact_url
-
-    try:
-        result = run_from_args(args)
-    except ValueError as err:
-        message = str(err).replace(args.db, redact_url(args.db)) if args.db else str(err)
-        print(f"write-back: error: {message}", file=sys.stderr)
-        return 2
-    except SQLAlchemyError as err:
-        reason = str(getattr(err, "orig", None) or err).splitlines()[0]
-        print(f"write-back: database error on {redact_url(args.db)}: {reason}", file=sys.stderr)
-        return 1
+def _finish(args: argparse.Namespace, result: Any) -> int:
     print(f"{result.rows} prediction(s) written to {result.table}.{result.column}")
     return 0
+
+
+def _what(args: argparse.Namespace, err: BaseException) -> str:
+    """The error with the database password redacted."""
+    from elasticdl.runtime.sql.convert import redact_url
+
+    if isinstance(err, ValueError):
+        message = str(err).replace(args.db, redact_url(args.db)) if args.db else str(err)
+        return f"error: {message}"
+    reason = str(getattr(err, "orig", None) or err).splitlines()[0]
+    return f"database error on {redact_url(args.db)}: {reason}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from elasticdl.steps.step_main import BAD_INPUT, run_step
+
+    return run_step(
+        "elasticdl.steps.write_back",
+        "write-back",
+        add_arguments,
+        run_from_args,
+        _finish,
+        argv,
+        failures={ValueError: BAD_INPUT, SQLAlchemyError: 1},
+        what=_what,
+    )
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ The same interface as `LocalInstanceManager` (mechanism only; the master keeps t
   delivered to a pod (False). An exit the master caused itself is reported with that signal
   ("killed"), not as a preemption.
 * `alive(role)`: instances started and not ended (creation pending, Pending, Running).
+* `listen_for_scale(inbox)`: resize requests annotated on the job's ConfigMap (scale.py).
 * `shutdown(grace_s)` deletes the job's pods (grace `grace_s`), waits up to `grace_s` + 10 s
   for them to end, then deletes the Services and the ConfigMap. ownerReferences to the master
   pod cover a master that crashed before it could.
@@ -59,6 +60,7 @@ from elasticdl.runtime.master.instances import (
     Role,
     drain_exits,
 )
+from elasticdl.runtime.master.scaling import ScaleInbox
 
 log = logging.getLogger("elasticdl.k8s")
 
@@ -186,6 +188,7 @@ class KubernetesInstanceManager(InstanceManager):
         """The watch stops (shutdown is over)."""
         self._watch_ready = threading.Event()
         self._watch: Any = None
+        self._scale_listener: Any = None
         self._creator = threading.Thread(target=self._create_loop, name="k8s-create", daemon=True)
         self._watcher = threading.Thread(target=self._watch_loop, name="k8s-watch", daemon=True)
         self._creator.start()
@@ -243,7 +246,18 @@ class KubernetesInstanceManager(InstanceManager):
                 i for (r, i), inst in self._current.items() if r == role and not inst.ended
             )
 
+    def listen_for_scale(self, inbox: ScaleInbox) -> None:
+        """Resize requests annotated on the job's ConfigMap go to `inbox` (see scale.py)."""
+        from elasticdl.runtime.k8s.scale import ConfigMapScaleListener
+
+        if self._scale_listener is None:
+            name = manifests.config_map_name(self.prefix)
+            self._scale_listener = ConfigMapScaleListener(self._api, self.namespace, name, inbox)
+            self._scale_listener.start()
+
     def shutdown(self, grace_s: float = 5.0) -> None:
+        if self._scale_listener is not None:
+            self._scale_listener.stop()
         with self._lock:
             first = not self._closing
             self._closing = True

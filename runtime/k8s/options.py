@@ -4,6 +4,8 @@
     options = KubernetesOptions.from_namespace(args)
     spec = options.cluster_spec(job_name, master_addr)   # ManifestError: one line, up front
     manager = make_instance_manager(options, config_path, master_addr)
+    factory = instance_manager_factory(options)   # all checked up front; for TrainingJob
+    check_reachable_from_pods("--output", url, options.volume, writable=True)  # or InferenceJob
 
 Flags: --pod_image (default: the master pod's own image), --pod_namespace (default: the master
 pod's namespace), --worker_resource_request / --worker_resource_limit /
@@ -17,12 +19,17 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+import posixpath
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from elasticdl.runtime.job_config import host_port
 from elasticdl.runtime.k8s import manifests as m
+
+if TYPE_CHECKING:
+    from elasticdl.runtime.master.instances import InstanceManager
 
 DEFAULT_WORKER_REQUEST = "cpu=1,memory=4096Mi"
 DEFAULT_PS_REQUEST = "cpu=1,memory=4096Mi"
@@ -156,12 +163,12 @@ def master_address(port: int, env: Mapping[str, str] | None = None) -> str:
             "--instance_manager kubernetes: MY_POD_IP is not set; the master pod needs it "
             "from the downward API (fieldRef status.podIP) so its pods can reach it"
         )
-    host = f"[{ip}]" if ":" in ip else ip
-    return f"{host}:{port}"
+    return host_port(ip, port)
 
 
 def own_pod_image(api_client: Any, namespace: str, env: Mapping[str, str] | None = None) -> str:
-    """The master pod's own image (MY_POD_NAME), "" when it cannot be read."""
+    """The master pod's own image (MY_POD_NAME; on Argo the `main` container's, not the
+    `wait` sidecar's), "" when it cannot be read."""
     from kubernetes import client
 
     env = os.environ if env is None else env
@@ -169,10 +176,15 @@ def own_pod_image(api_client: Any, namespace: str, env: Mapping[str, str] | None
     if not name:
         return ""
     try:
-        pod = client.CoreV1Api(api_client).read_namespaced_pod(name, namespace)
-        return str(pod.spec.containers[0].image or "")
+        containers = (
+            client.CoreV1Api(api_client).read_namespaced_pod(name, namespace).spec.containers
+        )
     except Exception:  # noqa: BLE001 - the default only; --pod_image can say it
         return ""
+    # On Argo the pod also runs Argo's `wait` sidecar: the step's container is `main`.
+    wanted = env.get("ARGO_CONTAINER_NAME", "main")
+    mine = [c for c in containers if c.name == wanted] or containers[:1]
+    return str(mine[0].image or "") if mine else ""
 
 
 def make_instance_manager(
@@ -201,3 +213,74 @@ def make_instance_manager(
     image = options.pod_image or own_pod_image(api_client, namespace)
     spec = options.cluster_spec(job_name, master_addr, image=image, namespace=namespace)
     return KubernetesInstanceManager(spec, config_json, api_client=api_client)
+
+
+ManagerFactory = Callable[[Path, str, Path], "InstanceManager"]
+
+
+def instance_manager_factory(
+    options: KubernetesOptions, env: Mapping[str, str] | None = None
+) -> ManagerFactory:
+    """Check what a master on Kubernetes needs before anything starts (MY_POD_IP from the
+    downward API, every Kubernetes flag: ManifestError, one line), then the factory that
+    `TrainingJob` and `InferenceJob` take: it makes a `KubernetesInstanceManager`.
+
+    Without --pod_image the pods run the master pod's own image, read through MY_POD_NAME
+    (downward API): with neither, no pod could start, so that is refused here too."""
+    env = os.environ if env is None else env
+    master_address(0, env)
+    options.cluster_spec("check", "127.0.0.1:0", image="check", namespace="check", env=env)
+    if not options.pod_image and not env.get("MY_POD_NAME"):
+        raise m.ManifestError(
+            "--pod_image: no image for the worker pods, and MY_POD_NAME is not set to read the "
+            "master pod's own; give --pod_image (an image with elasticdl installed)"
+        )
+    return lambda path, addr, _: make_instance_manager(options, path, addr)
+
+
+_SHARED_SOURCES = ("persistentVolumeClaim", "hostPath")
+
+
+def check_reachable_from_pods(flag: str, url: str, volume: str, writable: bool = False) -> None:
+    """ValueError (one line) unless every pod can reach `url`: a URL of a store other than
+    this process's memory, or a local path under the mount_path of a shared `--volume` (a
+    claim or a hostPath, writable when `writable`). A path outside every such volume would be
+    the pod's own disk: written there, the data vanishes with the pod."""
+    import fsspec
+
+    protocol, path = fsspec.core.split_protocol(url)
+    if protocol == "memory":
+        raise ValueError(
+            f"{flag} {url!r}: memory:// lives in the master's memory, out of the worker pods' "
+            "reach with --instance_manager kubernetes; use an object store URL (gs://...)"
+        )
+    if not url or protocol not in (None, "file", "local"):
+        return
+    local = posixpath.normpath(os.path.abspath(path))
+    mounts = [
+        (v.mount["mountPath"].rstrip("/") or "/", bool(v.mount.get("readOnly")))
+        for v in m.parse_volumes(volume)
+        if any(source in v.volume for source in _SHARED_SOURCES)
+    ]
+    for mount, read_only in sorted(mounts, key=lambda item: -len(item[0])):  # innermost first
+        if local != mount and not local.startswith(mount.rstrip("/") + "/"):
+            continue
+        if writable and read_only:
+            raise ValueError(
+                f"{flag} {url!r} lies on the read-only --volume mounted at {mount}; the "
+                "pods write there: mount it read_only=false"
+            )
+        if writable and local == mount:
+            raise ValueError(
+                f"{flag} {url!r} is the --volume mount_path itself; give a new directory "
+                f"inside it (e.g. {mount.rstrip('/')}/out): the job stages what it writes "
+                "beside it"
+            )
+        return
+    mounted = f"mounted: {', '.join(p for p, _ in mounts)}" if mounts else "none is mounted"
+    raise ValueError(
+        f"{flag} {url!r}: the worker pods cannot reach a local path outside every shared "
+        f"--volume ({mounted}) with --instance_manager kubernetes; use an object store URL "
+        "(gs://...) or a path under a --volume claim_name=C,mount_path=/p that the master pod "
+        "mounts at the same path"
+    )

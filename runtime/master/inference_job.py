@@ -5,11 +5,15 @@
 1. read the TrainedModel (clear errors for a missing or corrupt one), rebuild its spec from the
    zoo it names, check the data has every feature the model was trained on, and check the
    output location, all before starting a process;
-2. serve the Master service and start workers that load the trained parameters;
+2. serve the Master service and start workers that load the trained parameters, through the
+   instance manager the factory makes (local processes by default, pods on Kubernetes);
 3. hand out one task per record range; a task lost with its worker (killed, hung past the
    timeout, preempted) goes back to the queue whole and its worker is relaunched within the
-   budget. Prediction tasks write one output part each, named by the range, so a redone task
-   replaces its own part;
+   budget. A preemption (exit 0 after SIGTERM with work left; on Kubernetes also a pod deleted,
+   evicted or killed by SIGKILL without OOMKilled) is relaunched without counting against the
+   budget; a worker killed for running out of memory (Kubernetes: OOMKilled) is not relaunched,
+   it would run out again. Prediction tasks write one output part each, named by the range, so
+   a redone task replaces its own part;
 4. predict: check that every part is there and holds exactly its range's rows, write
    `job_report.json` and the `_SUCCESS` marker, publish (one rename for a local output).
    evaluate: merge the workers' additive metric states into the model's metrics.
@@ -26,6 +30,7 @@ import signal
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,9 +42,14 @@ from elasticdl.runtime.data.metadata import DatasetMetadata
 from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import Shard, plan_shards
-from elasticdl.runtime.job_config import JobConfig
+from elasticdl.runtime.job_config import JobConfig, host_port
 from elasticdl.runtime.master.chaos import ChaosSpecError, due_actions, parse_chaos
-from elasticdl.runtime.master.instances import InstanceExit, LocalInstanceManager, Role
+from elasticdl.runtime.master.instances import (
+    InstanceExit,
+    InstanceManager,
+    LocalInstanceManager,
+    Role,
+)
 from elasticdl.runtime.master.report import event_dict
 from elasticdl.runtime.master.servicer import MasterServicer, serve_master
 from elasticdl.runtime.master.task_manager import (
@@ -128,11 +138,18 @@ class _Workers:
 
 
 class InferenceJob:
-    """One prediction or evaluation job on the local engine (worker subprocesses only)."""
+    """One prediction or evaluation job (workers only: local processes, or pods)."""
 
-    def __init__(self, options: InferenceOptions) -> None:
+    def __init__(
+        self,
+        options: InferenceOptions,
+        instance_manager_factory: Callable[[Path, str, Path], InstanceManager] | None = None,
+    ) -> None:
+        """`instance_manager_factory(config_path, master_addr, log_dir)` makes the manager of
+        the worker instances: local processes by default, pods on Kubernetes."""
         options.validate()
         self.options = options
+        self._manager_factory = instance_manager_factory or LocalInstanceManager
         self.job_name = options.job_name or f"{options.job_type}-{uuid.uuid4().hex[:8]}"
         self.chaos = parse_chaos(options.chaos)
         self._workers = _Workers()
@@ -140,6 +157,8 @@ class InferenceJob:
         self._recoveries: list[dict[str, Any]] = []
         self._chaos_fired: list[str] = []
         self._killed: set[int] = set()
+        self._last_refusal = ""
+        """Why the last worker that ended was not relaunched (for the job's error)."""
         self._t0 = 0.0
 
     # -- preparation ---------------------------------------------------------------------------
@@ -287,8 +306,14 @@ class InferenceJob:
             )
         config_path = config.write(work / "job.json")
         server, port = serve_master(servicer, o.master_host, o.master_port)
-        master_addr = f"{o.master_host}:{port}"
-        manager = LocalInstanceManager(config_path, master_addr, work)
+        master_addr = host_port(o.master_host, port)
+        try:
+            manager = self._manager_factory(config_path, master_addr, work)
+        except BaseException:
+            server.stop(grace=None)
+            if config.prediction_dir:
+                _remove(config.prediction_dir)
+            raise
         log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
         self._t0 = time.monotonic()
         status, error, metrics = "failed", "", {}
@@ -320,7 +345,7 @@ class InferenceJob:
         log.info("%s", summary_line(report))
         return InferenceResult(status, o.output, report, error, metrics)
 
-    def _launch(self, manager: LocalInstanceManager) -> int:
+    def _launch(self, manager: InstanceManager) -> int:
         worker_id = self._workers.launched
         self._workers.launched += 1
         manager.start_worker(worker_id, [])
@@ -333,7 +358,7 @@ class InferenceJob:
         self._events.append({"kind": kind, "at_s": self._elapsed(), **detail})
         log.info("%s: %s", kind, detail)
 
-    def _watch(self, servicer: MasterServicer, manager: LocalInstanceManager) -> None:
+    def _watch(self, servicer: MasterServicer, manager: InstanceManager) -> None:
         tasks = servicer.tasks
         while True:
             for exit_ in manager.exits(timeout=_LOOP_S):
@@ -360,24 +385,26 @@ class InferenceJob:
                 manager.signal(Role.WORKER, worker_id, signal.SIGKILL)
             self._fire_chaos(manager, tasks_done)
             if not manager.alive(Role.WORKER):
+                last = self._workers.exits[-1]["detail"] if self._workers.exits else "none"
                 raise JobFailed(
-                    "all workers are gone and the relaunch budget (--max_worker_relaunches="
-                    f"{self.options.max_worker_relaunches}) is spent; last worker exit: "
-                    f"{self._workers.exits[-1]['detail'] if self._workers.exits else 'none'}"
+                    "all workers are gone and "
+                    + (self._last_refusal or f"none is left to relaunch; last worker exit: {last}")
                 )
 
     def _on_exit(
-        self, exit_: InstanceExit, servicer: MasterServicer, manager: LocalInstanceManager
+        self, exit_: InstanceExit, servicer: MasterServicer, manager: InstanceManager
     ) -> None:
         with servicer.lock:
             unfinished = servicer.tasks.doing(exit_.index)
             finished = servicer.tasks.finished
         if exit_.exit_code == 0 and not unfinished and finished:
             return
-        preempted = exit_.exit_code == 0
+        # Exit 0 with work left is a preemption notice obeyed (SIGTERM: the worker finished its
+        # task first). A manager may know more (Kubernetes, see PodExit): a pod deleted, evicted
+        # or killed by SIGKILL without OOMKilled is "preempted", an OOM kill is "oom".
+        preempted = exit_.exit_code == 0 or exit_.reason == "preempted"
         reason = "preempted" if preempted else exit_.reason
-        last = [line for line in exit_.log_tail.strip().splitlines() if line.strip()]
-        detail = exit_.describe() + (f": {last[-1][:300]}" if last and reason == "failed" else "")
+        detail = exit_detail(exit_, reason)
         self._workers.exits.append(
             {"worker_id": exit_.index, "reason": reason, "at_s": self._elapsed(), "detail": detail}
         )
@@ -392,6 +419,7 @@ class InferenceJob:
                     count_failure=not preempted,
                 )
                 failure = servicer.tasks.failure
+                finished = servicer.tasks.finished
             self._recoveries.append(
                 {
                     "cause": f"worker {exit_.index} {reason}",
@@ -405,14 +433,29 @@ class InferenceJob:
             self._workers.preempted += 1
         else:
             self._workers.failed += 1
+        if finished:
+            return  # every task is done: nothing for a new worker to do
+        if reason == "oom":
+            # Relaunching an out-of-memory worker would fail the same way.
+            self._refuse(exit_.index, f"worker {exit_.index} ran out of memory: {detail}")
+            return
+        if not preempted:
             if self._workers.relaunched >= self.options.max_worker_relaunches:
-                self._event("relaunch_refused", worker_id=exit_.index, reason="budget spent")
+                self._refuse(
+                    exit_.index,
+                    "the relaunch budget (--max_worker_relaunches="
+                    f"{self.options.max_worker_relaunches}) is spent; last worker exit: {detail}",
+                )
                 return
             self._workers.relaunched += 1
         new_id = self._launch(manager)
         self._event("worker_relaunched", worker_id=new_id, replaces=exit_.index)
 
-    def _fire_chaos(self, manager: LocalInstanceManager, tasks_done: dict[int, int]) -> None:
+    def _refuse(self, worker_id: int, why: str) -> None:
+        self._last_refusal = why
+        self._event("relaunch_refused", worker_id=worker_id, reason=why)
+
+    def _fire_chaos(self, manager: InstanceManager, tasks_done: dict[int, int]) -> None:
         for action in due_actions(self.chaos, time.monotonic() - self._t0, tasks_done):
             self._chaos_fired.append(f"{action} at {self._elapsed()}s")
             if action.action == "add":
@@ -521,6 +564,18 @@ class InferenceJob:
         else:
             report["metrics"] = metrics or {}
         return report
+
+
+def exit_detail(exit_: InstanceExit, reason: str) -> str:
+    """How a worker ended, in one line: the instance manager's own words when it has them
+    (Kubernetes: `PodExit.message`, e.g. "pod j-worker-1 was OOMKilled ...: raise memory in
+    --worker_resource_request ..."), else the exit code or signal, with the last line of a
+    failed worker's log."""
+    detail = exit_.describe()
+    if getattr(exit_, "message", "") or reason != "failed":
+        return detail
+    last = [line for line in exit_.log_tail.strip().splitlines() if line.strip()]
+    return detail + (f": {last[-1][:300]}" if last else "")
 
 
 def _trained_flags(trained: Any, zoo: Any) -> dict[str, str | None]:

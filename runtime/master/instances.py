@@ -28,6 +28,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from elasticdl.runtime.job_config import host_port
+
+if TYPE_CHECKING:
+    from elasticdl.runtime.master.scaling import ScaleInbox
 
 
 class Role(enum.StrEnum):
@@ -88,6 +94,11 @@ class InstanceManager(abc.ABC):
     @abc.abstractmethod
     def shutdown(self, grace_s: float = 5.0) -> None:
         """Stop everything: SIGTERM, then SIGKILL after `grace_s`."""
+
+    def listen_for_scale(self, inbox: ScaleInbox) -> None:  # noqa: B027 - optional hook
+        """Pass the platform's own resize requests to `inbox` until shutdown (Kubernetes: an
+        annotation on the job's ConfigMap). By default there are none: the master's gRPC
+        `scale_workers` is the one channel."""
 
 
 def drain_exits(exits: queue.Queue[InstanceExit], timeout: float) -> list[InstanceExit]:
@@ -201,7 +212,7 @@ class LocalInstanceManager(InstanceManager):
     def start_ps(self, ps_id: int) -> str:
         port = self._ps_ports.setdefault(ps_id, free_port(self.host))
         self._spawn(Role.PS, ps_id, ["--ps_id", str(ps_id), "--port", str(port)])
-        return f"{self.host}:{port}"
+        return host_port(self.host, port)
 
     def start_worker(self, worker_id: int, ps_addrs: Sequence[str]) -> None:
         self._spawn(

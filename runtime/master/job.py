@@ -7,7 +7,8 @@
 2. serve the Master gRPC service, start the parameter servers and the workers;
 3. loop: react at once to process exits (recover the dead worker's unfinished records from
    the PS-confirmed progress, relaunch within the budget), kill workers whose task timed out,
-   fire chaos actions, show progress, write TensorBoard points;
+   fire chaos actions, apply resize requests (scaling.py: grow, or retire the newest), fail
+   the job once fewer than --min_workers are alive, show progress, write TensorBoard points;
 4. when every task is done: pull the parameters, export the model, stop the processes, write
    the job report, and publish everything at `--output` atomically. A failed job publishes
    nothing; its report goes to the log directory.
@@ -34,7 +35,7 @@ from typing import Any
 from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import plan_shards
-from elasticdl.runtime.job_config import JobConfig
+from elasticdl.runtime.job_config import JobConfig, host_port
 from elasticdl.runtime.master.chaos import ChaosAction, due_actions, parse_chaos
 from elasticdl.runtime.master.export import export_model, write_trained_model
 from elasticdl.runtime.master.instances import (
@@ -46,6 +47,13 @@ from elasticdl.runtime.master.instances import (
 from elasticdl.runtime.master.options import TrainOptions
 from elasticdl.runtime.master.progress import ProgressDisplay
 from elasticdl.runtime.master.report import event_dict
+from elasticdl.runtime.master.scaling import (
+    ScaleError,
+    ScaleInbox,
+    ScaleRequest,
+    check_target,
+    plan_scale,
+)
 from elasticdl.runtime.master.servicer import MasterServicer, serve_master
 from elasticdl.runtime.master.task_manager import (
     JobFailed,
@@ -103,6 +111,12 @@ class _State:
     timed_out: dict[int, dict[str, Any]] = field(default_factory=dict)
     """Workers killed for a task timeout -> their entry in `failures`."""
     retired: set[int] = field(default_factory=set)
+    """Workers told to leave because the job shrank: their exit is neither failure nor loss."""
+    target: int = 0
+    """How many workers the job wants now: --num_workers, then what `elasticdl scale` asked."""
+    scaling: list[dict[str, Any]] = field(default_factory=list)
+    last_refusal: str = ""
+    """Why the last worker that ended was not relaunched (the job fails if too few are left)."""
     chaos_fired: list[str] = field(default_factory=list)
 
 
@@ -134,6 +148,10 @@ class TrainingJob:
         self._checkpoint_dir = ""
         self._final_version: int | None = None
         self.evaluation_history: list[dict[str, Any]] = []
+        self.scale_inbox = ScaleInbox()
+        """Requests to resize the running job (`elasticdl scale`); see scaling.py."""
+        self.master_addr = ""
+        """The master's gRPC address, once `run()` serves it."""
 
     # -- preparation ---------------------------------------------------------------------------
 
@@ -263,10 +281,16 @@ class TrainingJob:
         """Run the job to the end; raise ValueError/FileNotFoundError for bad input."""
         config, tasks, sample, work = self._prepare()
         config_path = config.write(work / "job.json")
-        servicer = MasterServicer(tasks)
+        servicer = MasterServicer(tasks, scale_inbox=self.scale_inbox)
         server, port = serve_master(servicer, self.options.master_host, self.options.master_port)
-        master_addr = f"{self.options.master_host}:{port}"
-        manager = self._manager_factory(config_path, master_addr, work)
+        master_addr = host_port(self.options.master_host, port)
+        try:
+            manager = self._manager_factory(config_path, master_addr, work)
+        except BaseException:
+            server.stop(grace=None)
+            raise
+        manager.listen_for_scale(self.scale_inbox)
+        self.master_addr = master_addr
         log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
         progress = ProgressDisplay(tasks.records_planned, self.options.num_epochs)
         self._t0 = time.monotonic()
@@ -275,6 +299,7 @@ class TrainingJob:
         ps_client = None
         try:
             self._ps_addrs = [manager.start_ps(i) for i in range(self.options.num_ps)]
+            self._state.target = self.options.num_workers
             for _ in range(self.options.num_workers):
                 self._launch_worker(manager)
             from elasticdl.runtime.ps.client import PSClient
@@ -282,6 +307,7 @@ class TrainingJob:
             ps_client = PSClient(self._ps_addrs)
             self._open_tensorboard(work)
             self._watch(servicer, manager, ps_client, progress)
+            self.scale_inbox.close("training is over: the job is finishing")
             training_s = time.monotonic() - self._t0
             self._stop_workers(manager)
             values, version = self._final_parameters(ps_client)
@@ -310,6 +336,7 @@ class TrainingJob:
             error = str(err)
             status = "failed"
         finally:
+            self.scale_inbox.close(f"job {self.job_name} has ended")
             progress.close()
             manager.shutdown()
             server.stop(grace=1.0)
@@ -362,13 +389,15 @@ class TrainingJob:
             for worker_id, task, timeout_s in expired:
                 self._on_timeout(manager, worker_id, task.task_id, timeout_s)
             self._fire_chaos(manager, tasks_done)
-            if not manager.alive(Role.WORKER):
+            self._apply_scale_requests(manager)
+            if len(manager.alive(Role.WORKER)) < self.options.min_workers:
                 # Workers that died since this pass began (chaos may kill them all at once)
                 # are relaunched first: only workers gone for good fail the job.
                 for exit_ in manager.exits(timeout=_EXIT_GRACE_S):
                     self._on_exit(exit_, servicer, manager, ps_client)
-                if not manager.alive(Role.WORKER):
-                    raise JobFailed(self._no_workers_left())
+                alive = len(manager.alive(Role.WORKER))
+                if alive < self.options.min_workers:
+                    raise JobFailed(self._too_few_workers(alive))
             alive = manager.alive(Role.WORKER)
             with servicer.lock:
                 records = tasks.records_trained
@@ -438,12 +467,16 @@ class TrainingJob:
                         tf.summary.scalar(f"eval/{name}", value, step=round_.version)
                 self._tb_writer.flush()
 
-    def _no_workers_left(self) -> str:
+    def _too_few_workers(self, alive: int) -> str:
+        if alive == 0:
+            text = "all workers are gone"
+        else:
+            text = (
+                f"only {alive} worker(s) alive, fewer than --min_workers={self.options.min_workers}"
+            )
+        if self._state.last_refusal:
+            text += f" and {self._state.last_refusal}"
         failed = [f for f in self._state.failures if f["role"] == "worker"]
-        text = (
-            "all workers are gone and the relaunch budget "
-            f"(--max_worker_relaunches={self.options.max_worker_relaunches}) is spent"
-        )
         if not failed:
             return text
         last = failed[-1]
@@ -522,9 +555,13 @@ class TrainingJob:
             finished = servicer.tasks.finished
         # Exit 0 with work left is a preemption notice obeyed; a manager may also know a
         # preemption (Kubernetes: evicted, deleted, exit 137 without OOMKilled) or an OOM kill.
-        preempted = (exit_.exit_code == 0 and not finished) or exit_.reason == "preempted"
-        out_of_memory = exit_.reason == "oom"
+        # A worker the master retired (the job shrank) is neither a failure nor a loss, however
+        # it ended (on Kubernetes its pod was deleted).
         retired = exit_.index in self._state.retired
+        preempted = (
+            retired or (exit_.exit_code == 0 and not finished) or exit_.reason == "preempted"
+        )
+        out_of_memory = exit_.reason == "oom"
         reason = exit_.reason
         if preempted:
             reason = "retired" if retired else "preempted"
@@ -584,11 +621,27 @@ class TrainingJob:
             return
         if preempted:
             self._state.preemptions += 1
+        if len(self._active_workers(manager)) >= self._state.target:
+            self._event(
+                "not_relaunched",
+                worker_id=exit_.index,
+                reason=f"the job has its {self._state.target} worker(s)",
+            )
+            return
+        if preempted:
+            pass  # relaunched for free: it did nothing wrong
         elif out_of_memory:
             # Relaunching an out-of-memory worker would fail the same way: not relaunched.
+            self._state.last_refusal = (
+                f"worker {exit_.index} ran out of memory (not relaunched: it would again)"
+            )
             self._event("relaunch_refused", worker_id=exit_.index, reason=cause)
             return
         elif self._state.relaunches >= self.options.max_worker_relaunches:
+            self._state.last_refusal = (
+                "the relaunch budget "
+                f"(--max_worker_relaunches={self.options.max_worker_relaunches}) is spent"
+            )
             self._event(
                 "relaunch_refused",
                 worker_id=exit_.index,
@@ -686,15 +739,15 @@ class TrainingJob:
         for action in due_actions(self.chaos, time.monotonic() - self._t0, tasks_done):
             self._state.chaos_fired.append(f"{action} at {self._elapsed()}s")
             if action.action == "add":
+                self._state.target += 1
                 new_id = self._launch_worker(manager)
                 self._event("worker_added", worker_id=new_id, chaos=str(action))
             elif action.action == "remove":
-                alive = manager.alive(Role.WORKER)
-                if alive:
-                    victim = alive[-1]
-                    self._state.retired.add(victim)
-                    self._state.sent[(Role.WORKER, victim)] = f"chaos {action}"
-                    manager.signal(Role.WORKER, victim, signal.SIGTERM)
+                active = self._active_workers(manager)
+                if active:
+                    self._state.target = max(0, self._state.target - 1)
+                    victim = active[-1]
+                    self._retire(manager, victim, f"chaos {action}")
                     self._event("worker_removed", worker_id=victim, chaos=str(action))
             else:
                 role = Role.PS if action.role == "ps" else Role.WORKER
@@ -711,6 +764,61 @@ class TrainingJob:
                     delivered=len(delivered) == len(action.group),
                     to=[f"{role}{i}" for i in delivered],
                 )
+
+    # -- elastic size ----------------------------------------------------------------------------
+
+    def _active_workers(self, manager: InstanceManager) -> list[int]:
+        """Workers alive and not on their way out."""
+        return [w for w in manager.alive(Role.WORKER) if w not in self._state.retired]
+
+    def _retire(self, manager: InstanceManager, worker_id: int, why: str) -> None:
+        """Ask a worker to leave: SIGTERM, it finishes its minibatch (a pod: deleted)."""
+        self._state.retired.add(worker_id)
+        self._state.sent[(Role.WORKER, worker_id)] = why
+        manager.signal(Role.WORKER, worker_id, signal.SIGTERM)
+
+    def _apply_scale_requests(self, manager: InstanceManager) -> None:
+        for request in self.scale_inbox.take():
+            try:
+                check_target(request.workers, self.options.min_workers)
+            except ScaleError as err:
+                self._answer_scale(
+                    request, error=f"cannot scale to {request.workers} worker(s): {err}"
+                )
+                continue
+            before = self._state.target
+            self._state.target = request.workers
+            plan = plan_scale(request.workers, self._active_workers(manager))
+            launched = [self._launch_worker(manager) for _ in range(plan.launch)]
+            for victim in plan.retire:
+                self._retire(manager, victim, f"job scaled to {request.workers} worker(s)")
+            if launched:
+                done = f"started worker(s) {', '.join(map(str, launched))}"
+            elif plan.retire:
+                done = f"retiring worker(s) {', '.join(map(str, plan.retire))}"
+            else:
+                done = "nothing to do"
+            self._answer_scale(
+                request,
+                f"scaled from {before} to {request.workers} worker(s): {done}",
+                launched=launched,
+                retired=list(plan.retire),
+            )
+
+    def _answer_scale(
+        self, request: ScaleRequest, message: str = "", error: str = "", **detail: Any
+    ) -> None:
+        entry = {
+            "at_s": self._elapsed(),
+            "workers": request.workers,
+            "source": request.source,
+            "accepted": not error,
+            "message": error or message,
+            **detail,
+        }
+        self._state.scaling.append(entry)
+        self._event("scale", **{k: v for k, v in entry.items() if k != "at_s"})
+        request.answer(message, error)
 
     # -- the end ---------------------------------------------------------------------------------
 
@@ -776,6 +884,9 @@ class TrainingJob:
                 },
                 "workers": {
                     "initial": self.options.num_workers,
+                    "min_workers": self.options.min_workers,
+                    "target": self._state.target,
+                    "scaling": self._state.scaling,
                     "launched": len(self._state.workers),
                     "failed": self._state.failed_workers,
                     "relaunched": self._state.relaunches,

@@ -26,6 +26,7 @@ class TrainOptions:
     optimizer: str | None = None
     eval_metrics_fn: str | None = None
     num_workers: int = 2
+    min_workers: int = 1
     num_ps: int = 1
     minibatch_size: int = 64
     num_epochs: int = 1
@@ -79,6 +80,11 @@ class TrainOptions:
         }.items():
             if value < 0:
                 raise ValueError(f"--{name} must be >= 0, got {value}")
+        if not 1 <= self.min_workers <= self.num_workers:
+            raise ValueError(
+                f"--min_workers must be between 1 and --num_workers={self.num_workers}, "
+                f"got {self.min_workers}"
+            )
         if self.engine != "local":
             raise ValueError(
                 f"--engine {self.engine!r} is not available here; use --engine local "

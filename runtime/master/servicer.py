@@ -18,13 +18,16 @@ import grpc
 
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
-from elasticdl.runtime.job_config import GRPC_OPTIONS
+from elasticdl.runtime.job_config import GRPC_OPTIONS, host_port
 from elasticdl.runtime.master.evaluation import EvaluationRounds
+from elasticdl.runtime.master.scaling import ScaleInbox
 from elasticdl.runtime.master.task_manager import Task, TaskManager
 from elasticdl.runtime.tensor_codec import decode_all
 
 WAIT_TASK = pb.Task(task_id=0, type=pb.WAIT)
 NO_MORE_TASKS = pb.Task(task_id=0, type=pb.TASK_TYPE_UNSPECIFIED)
+SCALE_ANSWER_S = 30.0
+"""How long a `scale_workers` call waits for the job loop (which answers within a pass)."""
 
 
 @dataclass
@@ -51,9 +54,12 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         tasks: TaskManager,
         clock: Callable[[], float] = time.monotonic,
         task_config: Callable[[Task], Mapping[str, str]] | None = None,
+        scale_inbox: ScaleInbox | None = None,
     ) -> None:
-        """`task_config(task)` gives a task's extended_config (a prediction task's part name)."""
+        """`task_config(task)` gives a task's extended_config (a prediction task's part name);
+        `scale_inbox` takes `scale_workers` requests (None: the job cannot be resized)."""
         self.tasks = tasks
+        self.scale_inbox = scale_inbox
         self._task_config = task_config
         self.lock = threading.Lock()
         self.stats = WorkerStats()
@@ -125,6 +131,25 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
             self.stats.model_version = max(self.stats.model_version, request.model_version)
         return pb.Empty()
 
+    def scale_workers(
+        self, request: pb.ScaleWorkersRequest, context: grpc.ServicerContext
+    ) -> pb.ScaleWorkersResponse:
+        """Resize the job; answered once the job loop has applied (or refused) it."""
+        if self.scale_inbox is None:
+            return pb.ScaleWorkersResponse(
+                accepted=False, message="this job cannot be resized (only training jobs can)"
+            )
+        pending = self.scale_inbox.submit(request.num_workers, f"grpc {context.peer()}")
+        if not pending.wait(SCALE_ANSWER_S):
+            return pb.ScaleWorkersResponse(
+                accepted=False,
+                message=f"the master did not answer within {SCALE_ANSWER_S:.0f} s; the request "
+                "stays queued and may still be applied",
+            )
+        if pending.error:
+            return pb.ScaleWorkersResponse(accepted=False, message=pending.error)
+        return pb.ScaleWorkersResponse(accepted=True, message=pending.message)
+
     def _note_loss(self, worker_id: int, version: int, loss: float) -> None:
         self.stats.model_version = max(self.stats.model_version, version)
         if loss == loss:  # not NaN: NaN means "no loss in this report"
@@ -144,7 +169,7 @@ def serve_master(servicer: MasterServicer, host: str, port: int) -> tuple[grpc.S
     )
     elasticdl_pb2_grpc.add_MasterServicer_to_server(servicer, server)
     try:
-        bound = server.add_insecure_port(f"{host}:{port}")
+        bound = server.add_insecure_port(host_port(host, port))
     except RuntimeError as err:
         raise PortInUseError(
             f"master: port {port} on {host} is in use or cannot be bound; pick another "

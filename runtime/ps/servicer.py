@@ -29,7 +29,7 @@ import numpy as np
 
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
-from elasticdl.runtime.job_config import GRPC_OPTIONS, JobConfig
+from elasticdl.runtime.job_config import GRPC_OPTIONS, JobConfig, host_port
 from elasticdl.runtime.ps import checkpoint
 from elasticdl.runtime.ps.checkpoint import CheckpointWriter
 from elasticdl.runtime.ps.parameters import GradientPolicy, NotInitializedError, Parameters
@@ -295,9 +295,8 @@ def start_server(
         options=SERVER_OPTIONS,
     )
     elasticdl_pb2_grpc.add_ParameterServerServicer_to_server(servicer, server)
-    address = f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
     try:
-        bound = server.add_insecure_port(address)
+        bound = server.add_insecure_port(host_port(host, port))
     except RuntimeError:
         bound = 0
     if bound == 0:

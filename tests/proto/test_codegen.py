@@ -51,6 +51,7 @@ def test_services_and_round_trip():
         "report_task_result",
         "report_evaluation_metrics",
         "report_version",
+        "scale_workers",
     }
     assert {"push_model", "pull_dense_parameters", "push_gradients"} <= set(
         services["ParameterServer"].methods_by_name

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from tiny_zoo import tiny_zoo
 
 import elasticdl
 from elasticdl.runtime.data import generate as gen
@@ -24,65 +25,23 @@ FEATURES = [f"x{i}" for i in range(8)]
 # A small functions-style zoo. Its PredictionOutputsProcessor logs every call and, when
 # TINY_PROCESSOR_DIR is set, SIGKILLs the first worker that calls it: after that worker wrote
 # its part, before it reported the task done. The retried task must replace that part.
-ZOO = textwrap.dedent(
-    """
-    import os
-    import signal
-
-    import tensorflow as tf
-
-    from elasticdl import Mode
-
-    FEATURES = [f"x{i}" for i in range(8)]
-
-
-    def custom_model():
-        inputs = tf.keras.Input(shape=(8,), name="x")
-        hidden = tf.keras.layers.Dense(8, activation="relu")(inputs)
-        return tf.keras.Model(inputs, tf.keras.layers.Dense(1)(hidden))
-
-
-    def dataset_fn(dataset, mode, metadata=None):
-        spec = {name: tf.io.FixedLenFeature([1], tf.float32) for name in FEATURES}
-        if mode != Mode.PREDICTION:
-            spec["label"] = tf.io.FixedLenFeature([1], tf.float32)
-
-        def parse(record):
-            parsed = tf.io.parse_single_example(record, spec)
-            x = tf.concat([parsed[name] for name in FEATURES], 0)
-            return x if mode == Mode.PREDICTION else (x, parsed["label"])
-
-        return dataset.map(parse)
-
-
-    def loss(labels, predictions):
-        return tf.reduce_mean(tf.square(predictions - labels))
-
-
-    def optimizer(lr=0.02):
-        return tf.keras.optimizers.SGD(lr)
-
-
-    def eval_metrics_fn():
-        return {
-            "mse": lambda labels, predictions: tf.square(predictions - labels),
-            "mae": tf.keras.metrics.MeanAbsoluteError(),
-        }
-
-
-    class PredictionOutputsProcessor:
-        def process(self, predictions, worker_id, task=None):
-            directory = os.environ.get("TINY_PROCESSOR_DIR")
-            if not directory:
-                return
-            with open(os.path.join(directory, "calls.log"), "a") as log:
-                log.write(f"{worker_id} {task['part']} {len(predictions)}\\n")
-            try:
-                os.close(os.open(os.path.join(directory, "killed"), os.O_CREAT | os.O_EXCL))
-            except FileExistsError:
-                return
-            os.kill(os.getpid(), signal.SIGKILL)
-    """
+ZOO = tiny_zoo(
+    textwrap.dedent(
+        """
+        class PredictionOutputsProcessor:
+            def process(self, predictions, worker_id, task=None):
+                directory = os.environ.get("TINY_PROCESSOR_DIR")
+                if not directory:
+                    return
+                with open(os.path.join(directory, "calls.log"), "a") as log:
+                    log.write(f"{worker_id} {task['part']} {len(predictions)}\\n")
+                try:
+                    os.close(os.open(os.path.join(directory, "killed"), os.O_CREAT | os.O_EXCL))
+                except FileExistsError:
+                    return
+                os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
 )
 
 

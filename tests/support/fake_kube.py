@@ -11,7 +11,8 @@ What it serves (HTTP/1.1 on 127.0.0.1, an ephemeral port; no auth), for pods, se
 configmaps in any namespace under /api/v1/namespaces/NS/...: create (POST; every object is
 checked with kubernetes-validate, strict, like an API server's validation: 422 if invalid;
 409 AlreadyExists), get, list with `labelSelector` (=, ==, !=, in, notin, exists, !exists),
-delete (`gracePeriodSeconds` from the query or a DeleteOptions body), deletecollection by
+merge patch (PATCH: merge or strategic merge, as a JSON merge patch), delete
+(`gracePeriodSeconds` from the query or a DeleteOptions body), deletecollection by
 label selector, and watch (`?watch=true&resourceVersion=&timeoutSeconds=`): JSON events,
 one a line, in a chunked response; a resourceVersion older than the last `compact()` gets
 the ERROR event with code 410 (Gone), as etcd compaction does. Every write bumps a global
@@ -325,6 +326,22 @@ class FakeKube:
             threading.Thread(target=self._run_pod, args=(run,), daemon=True).start()
         return 201, created
 
+    def patch(
+        self, resource: str, namespace: str, name: str, patch: dict[str, Any]
+    ) -> tuple[int, Any]:
+        """A JSON merge patch (RFC 7386; for metadata and ConfigMap data a strategic merge
+        patch means the same): MODIFIED, with a new resourceVersion."""
+        with self.lock:
+            obj = self.objects.get((resource, namespace, name))
+            if obj is None:
+                return 404, status_object(404, "NotFound", f'{resource} "{name}" not found')
+            for fixed in ("name", "namespace", "uid"):
+                if fixed in patch.get("metadata", {}):
+                    return 422, status_object(422, "Invalid", f"metadata.{fixed} is immutable")
+            _merge_patch(obj, patch)
+            self._record(resource, "MODIFIED", obj)
+            return 200, copy.deepcopy(obj)
+
     def _remove(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
         """Remove an object (lock held): the DELETED event."""
         obj = self.objects.pop((resource, namespace, name), None)
@@ -532,6 +549,19 @@ class FakeKube:
         return text
 
 
+def _merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> None:
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge_patch(target[key], value)
+        elif isinstance(value, dict):
+            target[key] = {}
+            _merge_patch(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+
+
 def _labels(obj: dict[str, Any]) -> dict[str, str]:
     return obj.get("metadata", {}).get("labels") or {}
 
@@ -593,6 +623,7 @@ def local_command(pod: dict[str, Any], kube: FakeKube) -> list[str] | None:
 def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # else each small reply waits ~40 ms for a delayed ACK
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature
             pass
@@ -622,6 +653,20 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                 self._send(404, status_object(404, "NotFound", "the server could not find it"))
                 return
             self._send(*kube.create(match["res"], match["ns"], self._body()))
+
+        def do_PATCH(self) -> None:  # noqa: N802
+            match, _ = self._route()
+            if match is None or not match["name"]:
+                self._send(404, status_object(404, "NotFound", "the server could not find it"))
+                return
+            kind = self.headers.get("Content-Type", "").split(";")[0].strip()
+            if kind not in (
+                "application/merge-patch+json",
+                "application/strategic-merge-patch+json",
+            ):
+                self._send(415, status_object(415, "UnsupportedMediaType", f"{kind} patches"))
+                return
+            self._send(*kube.patch(match["res"], match["ns"], match["name"], self._body()))
 
         def do_DELETE(self) -> None:  # noqa: N802
             match, query = self._route()

@@ -2,9 +2,9 @@
 pods through KubernetesInstanceManager and the official client; the loopback fake API server
 (tests/support/fake_kube.py) runs each pod's command as a local process.
 
-The tests swap the manager in for the default factory of `TrainingJob` (monkeypatching the
-module's `LocalInstanceManager`), so the jobs run through `elasticdl.train` unchanged; a caller
-of `TrainingJob` passes `instance_manager_factory=` instead (steps/train.py will).
+Each test passes `TrainingJob` an `instance_manager_factory` that makes the Kubernetes manager,
+as steps/train.py does with --instance_manager kubernetes; the options are `elasticdl train`'s
+flags (`options_from_kwargs`).
 
 With KUBECONFIG set and `-m on_cluster`, `test_job_on_a_real_cluster` runs the same job on a
 real cluster (see conftest.py).
@@ -24,12 +24,12 @@ import pytest
 from fake_kube import FakeKube, fake_kube
 from job_checks import assert_records_accounted, context_of, report_of
 
-import elasticdl
 from elasticdl.runtime.data import generate as gen
 from elasticdl.runtime.k8s import manifests as m
 from elasticdl.runtime.k8s.manager import KubernetesInstanceManager
 from elasticdl.runtime.k8s.pod_states import CreationBackoff
-from elasticdl.runtime.master import job as job_module
+from elasticdl.runtime.master.job import TrainingJob
+from elasticdl.train_command import options_from_kwargs
 
 pytestmark = pytest.mark.slow
 
@@ -60,57 +60,72 @@ class LoopbackManager(KubernetesInstanceManager):
         return self.kube.rewrite(super().start_ps(ps_id), self.namespace)
 
 
-def on_kubernetes(
-    monkeypatch: pytest.MonkeyPatch,
-    api_client: Callable[[], Any],
-    namespace: str = "default",
-    kube: FakeKube | None = None,
-) -> list[KubernetesInstanceManager]:
-    """Make TrainingJob start its PS and workers as pods; the managers it made."""
-    made: list[KubernetesInstanceManager] = []
+class OnKubernetes:
+    """An `instance_manager_factory` for `TrainingJob` that starts the PS and workers as pods;
+    `made` holds the managers it made."""
 
-    def factory(config_path: Path, master_addr: str, log_dir: Path, **_: Any) -> Any:
+    def __init__(
+        self,
+        api_client: Callable[[], Any],
+        namespace: str = "default",
+        kube: FakeKube | None = None,
+    ) -> None:
+        self.api_client = api_client
+        self.namespace = namespace
+        self.kube = kube
+        self.made: list[KubernetesInstanceManager] = []
+
+    def __call__(self, config_path: Path, master_addr: str, log_dir: Path) -> Any:
         config = json.loads(Path(config_path).read_text())
         spec = m.ClusterSpec(
             job_name=config["job_name"],
             image=os.environ.get("ELASTICDL_TEST_IMAGE", "elasticdl:local"),
             master_addr=master_addr,
-            namespace=namespace,
+            namespace=self.namespace,
             owner=m.Owner.from_env(os.environ),
             termination_grace_s=10,
             volumes=tuple(m.parse_volumes(os.environ.get("ELASTICDL_TEST_VOLUME", ""))),
         )
-        if kube is not None:
-            LoopbackManager.kube = kube
-        cls = LoopbackManager if kube is not None else KubernetesInstanceManager
+        if self.kube is not None:
+            LoopbackManager.kube = self.kube
+        cls = LoopbackManager if self.kube is not None else KubernetesInstanceManager
         manager = cls(
             spec,
             Path(config_path).read_text(),
-            api_client=api_client(),
+            api_client=self.api_client(),
             backoff=lambda: CreationBackoff(initial_s=0.1, max_s=1.0, max_attempts=20),
         )
-        made.append(manager)
+        self.made.append(manager)
         return manager
 
-    monkeypatch.setattr(job_module, "LocalInstanceManager", factory)
-    return made
+
+def run_job(factory: OnKubernetes, **flags: Any) -> Any:
+    """A training job with `elasticdl train` flags whose instances `factory` manages."""
+    return TrainingJob(options_from_kwargs(**flags), instance_manager_factory=factory).run()
 
 
-def train(tmp_path: Path, data: Path, **options: Any) -> tuple[Any, dict[str, Any]]:
+def train(
+    tmp_path: Path, data: Path, factory: OnKubernetes, **options: Any
+) -> tuple[Any, dict[str, Any]]:
     output = tmp_path / "model"
-    result = elasticdl.train(
-        data=str(data), output=str(output), log_dir=str(tmp_path / "logs"), **MODEL, **options
+    result = run_job(
+        factory,
+        data=str(data),
+        output=str(output),
+        log_dir=str(tmp_path / "logs"),
+        **MODEL,
+        **options,
     )
     report = report_of(output if result.succeeded else tmp_path / "logs")
     return result, report
 
 
-def test_a_job_runs_on_kubernetes(tmp_path, monkeypatch, kube, regression_data) -> None:
-    managers = on_kubernetes(monkeypatch, kube.api_client, kube=kube)
-    result, report = train(tmp_path, regression_data, job_name="k8s-e2e", **OPTIONS)
+def test_a_job_runs_on_kubernetes(tmp_path, kube, regression_data) -> None:
+    factory = OnKubernetes(kube.api_client, kube=kube)
+    result, report = train(tmp_path, regression_data, factory, job_name="k8s-e2e", **OPTIONS)
     assert result.succeeded, result.error
     assert_records_accounted(report)
-    assert len(managers) == 1
+    assert len(factory.made) == 1
     created = [p for method, p in kube.requests if method == "POST"]
     assert sum(p.endswith("/pods") for p in created) == 3  # 1 PS, 2 workers
     assert kube.pods() == [] and kube.names("services") == [] and kube.names("configmaps") == []
@@ -141,10 +156,12 @@ def chaos_in_the_fake(kube: FakeKube, pod: str, act: Callable[[str], None]) -> t
     ],
 )
 def test_chaos_through_the_kubernetes_code_path(
-    tmp_path, monkeypatch, kube, regression_data, chaos: str, expected_reason: str
+    tmp_path, kube, regression_data, chaos: str, expected_reason: str
 ) -> None:
-    on_kubernetes(monkeypatch, kube.api_client, kube=kube)
-    result, report = train(tmp_path, regression_data, job_name="k8s-chaos", chaos=chaos, **OPTIONS)
+    factory = OnKubernetes(kube.api_client, kube=kube)
+    result, report = train(
+        tmp_path, regression_data, factory, job_name="k8s-chaos", chaos=chaos, **OPTIONS
+    )
     context = context_of(report, "records", "failures", "events", "workers")
     assert result.succeeded, result.error
     assert_records_accounted(report, max_redone=64)
@@ -158,16 +175,16 @@ def test_chaos_through_the_kubernetes_code_path(
     [("preempt", "preempted"), ("oom_kill", "oom"), ("delete", "preempted")],
 )
 def test_outside_failures_of_a_worker_pod(
-    tmp_path, monkeypatch, kube, regression_data, act: str, reason: str
+    tmp_path, kube, regression_data, act: str, reason: str
 ) -> None:
-    on_kubernetes(monkeypatch, kube.api_client, kube=kube)
+    factory = OnKubernetes(kube.api_client, kube=kube)
     actions = {
         "preempt": kube.preempt,
         "oom_kill": kube.oom_kill,
         "delete": lambda name: kube.delete("pods", "default", name, 0),
     }
     thread = chaos_in_the_fake(kube, "k8s-out-worker-1", actions[act])
-    result, report = train(tmp_path, regression_data, job_name="k8s-out", **OPTIONS)
+    result, report = train(tmp_path, regression_data, factory, job_name="k8s-out", **OPTIONS)
     thread.join(1)
     context = context_of(report, "records", "failures", "events", "workers")
     assert result.succeeded, result.error
@@ -178,13 +195,12 @@ def test_outside_failures_of_a_worker_pod(
         assert "OOMKilled" in worker1["exit"]["detail"], context
 
 
-def test_ps_pod_killed_restores_from_checkpoint(
-    tmp_path, monkeypatch, kube, regression_data
-) -> None:
-    on_kubernetes(monkeypatch, kube.api_client, kube=kube)
+def test_ps_pod_killed_restores_from_checkpoint(tmp_path, kube, regression_data) -> None:
+    factory = OnKubernetes(kube.api_client, kube=kube)
     result, report = train(
         tmp_path,
         regression_data,
+        factory,
         job_name="k8s-ps",
         chaos="ps0:kill@tasks=6",
         checkpoint_steps=5,
@@ -198,8 +214,58 @@ def test_ps_pod_killed_restores_from_checkpoint(
     assert len(created) == 1, "the relaunched PS kept its Service (and address)"
 
 
+FAULT_ZOO = Path(__file__).resolve().parents[2] / "support" / "fault_zoo"
+
+
+def test_a_running_job_is_resized_through_its_config_map(tmp_path, kube, regression_data):
+    """`elasticdl scale JOB --workers N` on Kubernetes: grow by two pods, retire one."""
+    from kubernetes import client
+
+    from elasticdl.runtime.k8s.scale import request_scale
+
+    api = client.CoreV1Api(kube.api_client())
+    answers: list[str] = []
+
+    def resize() -> None:
+        assert kube.wait_for(lambda: kube.get("configmaps", "k8s-scale-config"), timeout=120)
+        answers.append(request_scale(api, "default", "k8s-scale", 3, wait_s=120))
+        answers.append(request_scale(api, "default", "k8s-scale", 2, wait_s=120))
+
+    thread = threading.Thread(target=resize, daemon=True)
+    thread.start()
+    factory = OnKubernetes(kube.api_client, kube=kube)
+    # Worker 0 takes 20 ms a record: the job lasts until the pods it grew by have trained.
+    result = run_job(
+        factory,
+        job_name="k8s-scale",
+        model_zoo=str(FAULT_ZOO),
+        model_def="faulty.custom_model",
+        dataset_fn="faulty.slow_worker0",
+        data=str(regression_data),
+        output=str(tmp_path / "model"),
+        log_dir=str(tmp_path / "logs"),
+        num_workers=1,
+        records_per_task=128,
+        minibatch_size=32,
+    )
+    thread.join(5)
+    assert result.succeeded, result.error
+    report = result.report
+    context = context_of(report, "workers", "failures", "events", "tasks")
+    assert answers == [
+        "scaled from 1 to 3 worker(s): started worker(s) 1, 2",
+        "scaled from 3 to 2 worker(s): retiring worker(s) 2",
+    ], context
+    assert_records_accounted(report)
+    assert report["failures"] == [] and report["workers"]["target"] == 2, context
+    assert report["tasks"]["by_worker"].get("1", 0) > 0, context
+    assert [s["source"] for s in report["workers"]["scaling"]] == ["configmap k8s-scale-config"] * 2
+    created = [p for method, p in kube.requests if method == "POST" and p.endswith("/pods")]
+    assert len(created) == 4, "1 PS and 3 workers"
+
+
 @pytest.mark.on_cluster
-def test_job_on_a_real_cluster(tmp_path, monkeypatch) -> None:
+def test_job_on_a_real_cluster(tmp_path) -> None:
     """The same job with a worker killed, on a real cluster (set-up: conftest.py)."""
     import socket
 
@@ -213,10 +279,11 @@ def test_job_on_a_real_cluster(tmp_path, monkeypatch) -> None:
         gen.generate("regression", str(directory), 2048, records_per_file=1024)
         data = str(directory)
     namespace = os.environ.get("ELASTICDL_TEST_NAMESPACE") or current_namespace()
-    on_kubernetes(monkeypatch, load_api_client, namespace)
+    factory = OnKubernetes(load_api_client, namespace)
     host = os.environ.get("MY_POD_IP") or socket.gethostbyname(socket.gethostname())
     job_name = f"edl-test-{int(time.time())}"
-    result = elasticdl.train(
+    result = run_job(
+        factory,
         data=data,
         output=str(tmp_path / "model"),
         master_host=host,

@@ -96,3 +96,32 @@ def test_make_instance_manager(tmp_path) -> None:
         finally:
             manager.shutdown(grace_s=0)
         assert kube.names("pods", "ml") == []
+
+
+def test_the_default_pod_image_is_the_argo_main_containers() -> None:
+    import sys
+
+    from elasticdl.runtime.k8s.options import own_pod_image
+
+    def sleeper(pod, kube):
+        return [sys.executable, "-c", "import time; time.sleep(30)"]
+
+    with fake_kube(command=sleeper) as kube:
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "train-abc-123"},
+            "spec": {
+                "containers": [
+                    {"name": "wait", "image": "quay.io/argoproj/argoexec:v3.7.1"},
+                    {"name": "main", "image": "registry.local/zoo:abc"},
+                ]
+            },
+        }
+        assert kube.create("pods", "team-a", pod)[0] == 201
+        client = kube.api_client()
+        assert own_pod_image(client, "team-a", ENV) == "registry.local/zoo:abc"
+        renamed = {**ENV, "ARGO_CONTAINER_NAME": "wait"}
+        assert own_pod_image(client, "team-a", renamed) == "quay.io/argoproj/argoexec:v3.7.1"
+        assert own_pod_image(client, "team-a", {**ENV, "MY_POD_NAME": "gone"}) == ""
+        assert own_pod_image(client, "team-a", {}) == ""

@@ -4,7 +4,9 @@
 Its `sigkill_in_workers` input function kills the worker process that calls it with SIGKILL,
 which is what the kernel's OOM killer does to a process that runs out of memory: every worker
 dies on its first task, however often it is relaunched. The master, the parameter servers and
-the test process (which never run it as a worker) are spared.
+the test process (which never run it as a worker) are spared. `slow_worker0` makes worker 0
+(only) take SLOW_RECORD_S per record, so that a job lasts until a worker added later has
+trained, whatever the machine's speed.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 import keras
 import tensorflow as tf
@@ -45,6 +48,28 @@ def sigkill_in_workers(dataset, mode):
     if in_a_worker():
         os.kill(os.getpid(), signal.SIGKILL)
     return dataset_fn(dataset, mode)
+
+
+SLOW_RECORD_S = 0.02
+
+
+def _worker_id() -> int | None:
+    argv = sys.argv
+    if in_a_worker() and "--worker_id" in argv:
+        return int(argv[argv.index("--worker_id") + 1])
+    return None
+
+
+def slow_worker0(dataset, mode):
+    if _worker_id() != 0:
+        return dataset_fn(dataset, mode)
+
+    def pause(record):
+        time.sleep(SLOW_RECORD_S)
+        return record
+
+    slowed = dataset.map(lambda r: tf.py_function(pause, [r], tf.string))
+    return slowed.map(lambda r: tf.ensure_shape(r, [])).map(_parse)
 
 
 def loss(labels, predictions):

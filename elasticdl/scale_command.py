@@ -1,0 +1,106 @@
+"""`elasticdl scale`: resize a running training job.
+
+    elasticdl scale JOB --workers N [--namespace NS] [--kubeconfig PATH] [--context CTX]
+    elasticdl scale --master HOST:PORT --workers N
+
+On Kubernetes (JOB: the job name, on Argo the workflow's name) the request goes through an
+annotation on the job's ConfigMap (runtime/k8s/scale.py); anywhere the master can be reached
+(the local engine logs "master on HOST:PORT"), through its `scale_workers` gRPC call. Either
+way the command prints the master's answer: exit status 0 when applied, 1 when the master
+refused (e.g. below --min_workers), 2 when the request could not be delivered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from elasticdl.runtime.master.scaling import ScaleRefused
+
+EXIT_REFUSED = 1
+
+
+def add_scale_command(commands: argparse._SubParsersAction) -> None:
+    scale = commands.add_parser(
+        "scale",
+        help="resize a running training job",
+        description="Ask a running training job's master for a number of workers.",
+    )
+    scale.add_argument(
+        "job", nargs="?", default="", help="the job's name (Kubernetes; on Argo: the workflow)"
+    )
+    scale.add_argument("--master", default="", help="HOST:PORT of the job's master, instead of JOB")
+    scale.add_argument("--workers", type=int, required=True, help="the number of workers wanted")
+    scale.add_argument("--namespace", default="", help="default: the kubeconfig context's")
+    scale.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG or ~/.kube")
+    scale.add_argument("--context", default=None, help="a kubeconfig context")
+    scale.add_argument(
+        "--wait",
+        type=float,
+        default=60.0,
+        help="seconds to wait for the master's answer (Kubernetes; 0: do not wait)",
+    )
+
+
+def run_scale(args: argparse.Namespace) -> int:
+    """ValueError (exit 2) for a request that cannot be sent; exit 1 when refused."""
+    if bool(args.job) == bool(args.master):
+        raise ValueError("give the job's name (Kubernetes) or --master HOST:PORT, one of them")
+    if args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    try:
+        if args.master:
+            message = scale_via_master(args.master, args.workers)
+        else:
+            message = _scale_on_kubernetes(args)
+    except ScaleRefused as err:
+        print(f"elasticdl: scale refused: {err}", file=sys.stderr)
+        return EXIT_REFUSED
+    print(message)
+    return 0
+
+
+def scale_via_master(address: str, workers: int, timeout_s: float | None = None) -> str:
+    """Ask the master at `address` (gRPC) for `workers` workers; its answer.
+
+    ScaleRefused when it says no; ValueError when it cannot be reached."""
+    import grpc
+
+    from elasticdl.proto import elasticdl_pb2 as pb
+    from elasticdl.proto import elasticdl_pb2_grpc
+    from elasticdl.runtime.master.servicer import SCALE_ANSWER_S
+
+    with grpc.insecure_channel(address) as channel:
+        stub = elasticdl_pb2_grpc.MasterStub(channel)
+        try:
+            response = stub.scale_workers(
+                pb.ScaleWorkersRequest(num_workers=workers),
+                timeout=timeout_s or SCALE_ANSWER_S + 5,
+            )
+        except grpc.RpcError as err:
+            raise ValueError(
+                f"--master {address}: no master answered ({err.code().name}: {err.details()}); "
+                "check the address the job logged as 'master on HOST:PORT'"
+            ) from None
+    if not response.accepted:
+        raise ScaleRefused(response.message)
+    return str(response.message)
+
+
+def _scale_on_kubernetes(args: argparse.Namespace) -> str:
+    from kubernetes import client
+
+    from elasticdl.runtime.k8s.manager import current_namespace, load_api_client
+    from elasticdl.runtime.k8s.scale import ScaleRequestError, request_scale
+
+    try:
+        api_client = load_api_client(args.kubeconfig, args.context)
+    except Exception as err:  # noqa: BLE001 - kubernetes.config raises several kinds
+        raise ValueError(f"no Kubernetes configuration to reach the cluster: {err}") from None
+    namespace = args.namespace or current_namespace(args.kubeconfig)
+    try:
+        return request_scale(
+            client.CoreV1Api(api_client), namespace, args.job, args.workers, wait_s=args.wait
+        )
+    except ScaleRequestError as err:
+        raise ValueError(str(err)) from None

@@ -442,7 +442,7 @@ def run_profile(spec: dict[str, Any]) -> dict[str, Any]:
     n = timers.calls
     parts = {
         "connect+execute": s["connect+execute"],
-        "fetch (SQLAlchemy fetchmany)": s["fetch"],
+        "fetch (driver cursor fetchmany)": s["fetch"],
         "clean (row copy, NULL check)": s["clean"] - s["normalize"] - n["normalize"] * overhead,
         "normalize (kind checks, float coercion)": s["normalize"]
         - s["stats"]

@@ -31,6 +31,7 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -334,6 +335,26 @@ def _connect(db: str) -> Any:
 
 
 def _stream(db: str, sql: str, batch_rows: int) -> tuple[list[str], Iterator[list[Any]], Any]:
+    """The SELECT's column names, its rows in batches, and how to close; ConversionError (one
+    line, password scrubbed) when the database refuses, also while the rows stream."""
+    names, batches, close = _open_stream(db, sql, batch_rows)
+
+    def checked() -> Iterator[list[Any]]:
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            yield from batches
+        except (SQLAlchemyError, _PsycopgError) as err:
+            orig = getattr(err, "orig", None) or err
+            reason = _scrub(str(orig).strip().splitlines()[0], db)
+            raise ConversionError(
+                f"the query failed on {redact_url(db)} while its rows were read: {reason}"
+            ) from None
+
+    return names, checked(), close
+
+
+def _open_stream(db: str, sql: str, batch_rows: int) -> tuple[list[str], Iterator[list[Any]], Any]:
     from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
     engine = _connect(db)
@@ -345,13 +366,15 @@ def _stream(db: str, sql: str, batch_rows: int) -> tuple[list[str], Iterator[lis
         raise ConversionError(f"cannot connect to {redact_url(db)}: {reason}") from None
     try:
         _read_only(conn)
+        if engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg":
+            return _stream_psycopg(conn, engine, sql, batch_rows)
         result = conn.execution_options(stream_results=True, max_row_buffer=batch_rows)
         result = result.exec_driver_sql(sql)
         names = list(result.keys())
-    except SQLAlchemyError as err:
+    except (SQLAlchemyError, _PsycopgError) as err:
         conn.close()
         engine.dispose()
-        orig = getattr(err, "orig", None)
+        orig = getattr(err, "orig", None) or (err if isinstance(err, _PsycopgError) else None)
         reason = str(orig).strip() if orig is not None else str(err).splitlines()[0]
         raise ConversionError(
             f"the query failed on {redact_url(db)}: {_scrub(reason, db)}"
@@ -366,6 +389,45 @@ def _stream(db: str, sql: str, batch_rows: int) -> tuple[list[str], Iterator[lis
 
     def close() -> None:
         result.close()
+        conn.close()
+        engine.dispose()
+
+    return names, batches(), close
+
+
+try:
+    from psycopg import Error as _PsycopgError
+except ImportError:  # pragma: no cover - psycopg is a dependency; other drivers work without
+
+    class _PsycopgError(Exception):  # type: ignore[no-redef]
+        pass
+
+
+def _stream_psycopg(
+    conn: Any, engine: Any, sql: str, batch_rows: int
+) -> tuple[list[str], Iterator[list[Any]], Any]:
+    """PostgreSQL through psycopg's own server-side cursor, in binary format: the rows come
+    as the same Python values as through SQLAlchemy (ints, floats, Decimals, str), at about a
+    third of the cost per row (no text parsing, no SQLAlchemy `Result` rows), in the read-only
+    transaction `conn` has begun."""
+    raw = conn.connection.dbapi_connection
+    cursor = raw.cursor(name=f"elasticdl_convert_{uuid.uuid4().hex[:12]}", binary=True)
+    cursor.itersize = batch_rows
+    cursor.execute(sql)
+    names = [column.name for column in cursor.description or []]
+
+    def batches() -> Iterator[list[Any]]:
+        while True:
+            rows = cursor.fetchmany(batch_rows)
+            if not rows:
+                return
+            yield rows
+
+    def close() -> None:
+        try:
+            cursor.close()
+        except _PsycopgError:
+            pass  # the transaction failed; closing the connection rolls it back
         conn.close()
         engine.dispose()
 

@@ -186,6 +186,28 @@ def test_bad_statements_are_clear(hr, tmp_path, statement, error, fragment):
     assert not (tmp_path / "models").exists()
 
 
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"], indirect=True)
+def test_a_query_that_fails_while_its_rows_stream_is_one_clear_error(database, tmp_path):
+    # Division by zero at row 5,000, past the first batches: PostgreSQL raises it mid-stream;
+    # SQLite gives NULL instead, which --on_null error refuses. (MariaDB stops recursive CTEs
+    # at 1,000 rows by default.)
+    sql = (
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 6000) "
+        "SELECT x, 1.0 / (x - 5000) AS y FROM n"
+    )
+    with pytest.raises(ConversionError) as err:
+        convert(database.url, sql, str(tmp_path / "out"), batch_rows=1024)
+    message = str(err.value)
+    assert "\n" not in message and not (tmp_path / "out").exists()
+    if database.kind == "postgresql":
+        assert "while its rows were read: division by zero" in message, message
+    else:
+        assert "column 'y' is NULL" in message, message
+    password = __import__("sqlalchemy").make_url(database.url).password
+    if password:
+        assert password not in message
+
+
 def test_database_down_and_password_never_printed(database, tmp_path):
     url = unreachable_url(database.kind)
     done = subprocess.run(

@@ -63,7 +63,7 @@ def run_scale(args: argparse.Namespace) -> int:
 def scale_via_master(address: str, workers: int, timeout_s: float | None = None) -> str:
     """Ask the master at `address` (gRPC) for `workers` workers; its answer.
 
-    ScaleRefused when it says no; ValueError when it cannot be reached."""
+    ScaleRefused when it says no; ValueError when it cannot be reached or did not answer."""
     import grpc
 
     from elasticdl.proto import elasticdl_pb2 as pb
@@ -82,6 +82,8 @@ def scale_via_master(address: str, workers: int, timeout_s: float | None = None)
                 f"--master {address}: no master answered ({err.code().name}: {err.details()}); "
                 "check the address the job logged as 'master on HOST:PORT'"
             ) from None
+    if response.pending:
+        raise ValueError(response.message)
     if not response.accepted:
         raise ScaleRefused(response.message)
     return str(response.message)

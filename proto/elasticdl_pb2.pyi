@@ -192,12 +192,14 @@ class ScaleWorkersRequest(_message.Message):
     def __init__(self, num_workers: _Optional[int] = ...) -> None: ...
 
 class ScaleWorkersResponse(_message.Message):
-    __slots__ = ("accepted", "message")
+    __slots__ = ("accepted", "message", "pending")
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
     accepted: bool
     message: str
-    def __init__(self, accepted: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
+    pending: bool
+    def __init__(self, accepted: _Optional[bool] = ..., message: _Optional[str] = ..., pending: _Optional[bool] = ...) -> None: ...
 
 class PullDenseParametersRequest(_message.Message):
     __slots__ = ("version",)

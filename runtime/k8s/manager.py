@@ -189,6 +189,7 @@ class KubernetesInstanceManager(InstanceManager):
         self._watch_ready = threading.Event()
         self._watch: Any = None
         self._scale_listener: Any = None
+        self._config_annotations: dict[str, str] = {}
         self._creator = threading.Thread(target=self._create_loop, name="k8s-create", daemon=True)
         self._watcher = threading.Thread(target=self._watch_loop, name="k8s-watch", daemon=True)
         self._creator.start()
@@ -248,8 +249,9 @@ class KubernetesInstanceManager(InstanceManager):
 
     def listen_for_scale(self, inbox: ScaleInbox) -> None:
         """Resize requests annotated on the job's ConfigMap go to `inbox` (see scale.py)."""
-        from elasticdl.runtime.k8s.scale import ConfigMapScaleListener
+        from elasticdl.runtime.k8s.scale import ANNOTATION_RESIZABLE, ConfigMapScaleListener
 
+        self._config_annotations[ANNOTATION_RESIZABLE] = "true"
         if self._scale_listener is None:
             name = manifests.config_map_name(self.prefix)
             self._scale_listener = ConfigMapScaleListener(self._api, self.namespace, name, inbox)
@@ -303,7 +305,8 @@ class KubernetesInstanceManager(InstanceManager):
 
     def _ensure_config(self) -> None:
         if not self._config_created:
-            self._create_now("config_map", manifests.config_map(self.spec, self._config_json))
+            body = manifests.config_map(self.spec, self._config_json, self._config_annotations)
+            self._create_now("config_map", body)
             self._config_created = True
 
     def _create_now(self, kind: str, body: dict[str, Any]) -> None:

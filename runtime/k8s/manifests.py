@@ -315,7 +315,8 @@ def parse_tolerations(text: str) -> list[dict[str, str]]:
             continue
         body, _, effect = item.rpartition(":") if ":" in item else (item, "", "")
         key, sep, value = body.partition("=")
-        if not key or not _LABEL_KEY.match(key) or (effect and effect not in _EFFECTS):
+        bad_value = bool(sep) and not _LABEL_VALUE.match(value)
+        if not key or not _LABEL_KEY.match(key) or bad_value or (effect and effect not in _EFFECTS):
             raise ManifestError(
                 f"{flag} {text!r}: {item!r}: expected KEY[=VALUE][:EFFECT] with EFFECT one of "
                 f"{', '.join(_EFFECTS)}, items separated by ';'"
@@ -367,6 +368,13 @@ def parse_volumes(text: str) -> list[Volume]:
                 "absolute mount_path, optionally sub_path and read_only"
             )
         source, value = sources[0], fields[sources[0]]
+        if source in ("claim_name", "config_map", "secret") and not _CLASS.match(value):
+            raise ManifestError(f"{flag} {text!r}: {source} {value!r} is not an object name")
+        if source == "host_path" and not value.startswith("/"):
+            raise ManifestError(f"{flag} {text!r}: host_path {value!r} is not an absolute path")
+        sub_path = fields.get("sub_path", "")
+        if sub_path.startswith("/") or ".." in sub_path.split("/"):
+            raise ManifestError(f"{flag} {text!r}: sub_path {sub_path!r} must stay inside")
         name = f"volume-{index}"
         volume: dict[str, Any] = {"name": name}
         if source == "claim_name":
@@ -457,14 +465,17 @@ def _metadata(
     return meta
 
 
-def config_map(spec: ClusterSpec, config_json: str) -> dict[str, Any]:
+def config_map(
+    spec: ClusterSpec, config_json: str, annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
     """The ConfigMap holding job.json (a ConfigMap holds at most 1 MiB)."""
     if len(config_json.encode()) > 1_000_000:
         raise ManifestError("the job config is larger than a ConfigMap can hold (1 MiB)")
+    name = config_map_name(spec.prefix)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _metadata(spec, config_map_name(spec.prefix), {LABEL_JOB: spec.prefix}),
+        "metadata": _metadata(spec, name, {LABEL_JOB: spec.prefix}, annotations),
         "data": {CONFIG_FILE: config_json},
     }
 

@@ -1,19 +1,27 @@
-"""Resizing a running job on Kubernetes: an annotation on the job's ConfigMap.
+"""Resizing a running job on Kubernetes: annotations on the job's ConfigMap.
 
 The channel (both ends):
 
 * asking: `request_scale(api, namespace, job_name, workers)` (what `elasticdl scale JOB
-  --workers N` does) sets `elasticdl.org/num-workers: "N"` on the ConfigMap `<job>-config` and
-  removes the previous answer in the same merge patch, then waits for the master's answer.
-  `kubectl annotate configmap <job>-config elasticdl.org/num-workers=N --overwrite` works too.
+  --workers N` does) checks that the job's ConfigMap `<job>-config` exists and is marked
+  `elasticdl.org/resizable` (a training job's master marks it; prediction jobs cannot be
+  resized), then sets `elasticdl.org/num-workers: "N"` with a fresh request id in
+  `elasticdl.org/num-workers-request`, removing the previous answer in the same merge patch,
+  and waits for the answer that echoes its id.
 * answering: the master's `ConfigMapScaleListener` polls the ConfigMap (every `poll_s`),
   hands each new request to the job's `ScaleInbox`, and writes the answer as JSON in
-  `elasticdl.org/num-workers-answer`: {"workers": N, "accepted": bool, "message": "..."}.
+  `elasticdl.org/num-workers-answer`: {"workers": N, "request": id, "accepted": bool,
+  "message": "..."}.
 
-A request is new when its value differs from the last one answered, or when there is no
-answer (so asking twice for the same size is answered twice). Polling, not a watch: a resize
-is rare and a few seconds of latency do not matter, while a poll survives API server restarts
-without any resync logic.
+A request is new when its (size, request id) differs from the last one answered: asking again
+for the same size is a new request. With kubectl, give a new id to repeat a size:
+`kubectl annotate configmap JOB-config elasticdl.org/num-workers=4
+elasticdl.org/num-workers-request=$(date +%s) --overwrite`. A request replaced by another
+before the master took it is reported as superseded to its asker. An answer whose write failed
+is written again at the next poll; the request is not applied twice.
+
+Polling, not a watch: a resize is rare and a few seconds of latency do not matter, while a
+poll survives API server restarts without any resync logic.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +43,9 @@ from elasticdl.runtime.master.scaling import ScaleInbox, ScaleRefused
 log = logging.getLogger("elasticdl.k8s.scale")
 
 ANNOTATION_WORKERS = "elasticdl.org/num-workers"
+ANNOTATION_REQUEST = "elasticdl.org/num-workers-request"
 ANNOTATION_ANSWER = "elasticdl.org/num-workers-answer"
+ANNOTATION_RESIZABLE = "elasticdl.org/resizable"
 POLL_S = 2.0
 
 
@@ -64,7 +75,8 @@ class ConfigMapScaleListener:
         self._inbox = inbox
         self._poll_s = poll_s
         self._stop = threading.Event()
-        self._answered = ""
+        self._answered: tuple[str, str] | None = None
+        self._answer_text = ""
         self._thread = threading.Thread(target=self._loop, name="k8s-scale", daemon=True)
 
     def start(self) -> ConfigMapScaleListener:
@@ -91,23 +103,36 @@ class ConfigMapScaleListener:
             raise
         annotations = dict(cm.metadata.annotations or {})
         value = annotations.get(ANNOTATION_WORKERS, "").strip()
-        if not value or (value == self._answered and ANNOTATION_ANSWER in annotations):
+        key = (value, annotations.get(ANNOTATION_REQUEST, ""))
+        if not value:
             return
-        self._answered = value
+        if key == self._answered:
+            if annotations.get(ANNOTATION_ANSWER) != self._answer_text:
+                self._write_answer()  # the last write failed, or someone removed it
+            return
         try:
             workers = int(value)
         except ValueError:
-            self._answer(value, False, f"{ANNOTATION_WORKERS}={value!r} is not a whole number")
+            self._answered = key
+            self._answer(key, False, f"{ANNOTATION_WORKERS}={value!r} is not a whole number")
             return
         request = self._inbox.submit(workers, f"configmap {self._name}")
         while not request.wait(0.5):
             if self._stop.is_set():
                 return
-        self._answer(workers, not request.error, request.error or request.message)
+        self._answered = key
+        self._answer(key, not request.error, request.error or request.message)
 
-    def _answer(self, workers: int | str, accepted: bool, message: str) -> None:
-        answer = json.dumps({"workers": workers, "accepted": accepted, "message": message})
-        body = {"metadata": {"annotations": {ANNOTATION_ANSWER: answer}}}
+    def _answer(self, key: tuple[str, str], accepted: bool, message: str) -> None:
+        value, request_id = key
+        workers: int | str = int(value) if value.lstrip("-").isdigit() else value
+        self._answer_text = json.dumps(
+            {"workers": workers, "request": request_id, "accepted": accepted, "message": message}
+        )
+        self._write_answer()
+
+    def _write_answer(self) -> None:
+        body = {"metadata": {"annotations": {ANNOTATION_ANSWER: self._answer_text}}}
         self._api.patch_namespaced_config_map(self._name, self._namespace, body)
 
 
@@ -124,49 +149,77 @@ def request_scale(
 
     `wait_s` 0: do not wait for the answer (returns what was asked)."""
     name = config_map_of(job_name)
+    annotations = _annotations(api, namespace, name, job_name) or {}
+    if annotations.get(ANNOTATION_RESIZABLE) != "true":
+        raise ScaleRequestError(
+            f"job {job_name!r} cannot be resized: its master does not take resize requests "
+            f"(configmap {name} is not marked {ANNOTATION_RESIZABLE}; only training jobs can be)"
+        )
+    request_id = uuid.uuid4().hex[:12]
     body = {
         "metadata": {
-            "annotations": {ANNOTATION_WORKERS: str(workers), ANNOTATION_ANSWER: None},
+            "annotations": {
+                ANNOTATION_WORKERS: str(workers),
+                ANNOTATION_REQUEST: request_id,
+                ANNOTATION_ANSWER: None,
+            },
         }
     }
     try:
         api.patch_namespaced_config_map(name, namespace, body)
     except ApiException as err:
-        if err.status == 404:
-            raise ScaleRequestError(
-                f"no running job {job_name!r} in namespace {namespace!r} (configmap {name} "
-                "not found); check the job name and --namespace"
-            ) from None
         raise ScaleRequestError(
             f"could not annotate configmap {name}: HTTP {err.status} {err.reason}"
         ) from None
     if wait_s <= 0:
-        return f"asked job {job_name} for {workers} worker(s)"
+        return f"asked job {job_name} for {workers} worker(s) (request {request_id})"
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         sleep(0.5)
-        answer = _read_answer(api, namespace, name)
-        if answer is None:
-            continue
-        if answer.get("workers") != workers:
-            continue
-        if not answer.get("accepted"):
-            raise ScaleRefused(str(answer.get("message", "refused")))
-        return str(answer.get("message", ""))
+        found = _annotations(api, namespace, name, job_name, ended=True)
+        if found is None:
+            continue  # a transient read failure: try again
+        answer = _parse_answer(found.get(ANNOTATION_ANSWER))
+        if answer is not None and answer.get("request") == request_id:
+            if not answer.get("accepted"):
+                raise ScaleRefused(str(answer.get("message", "refused")))
+            return str(answer.get("message", ""))
+        if found.get(ANNOTATION_REQUEST) != request_id:
+            raise ScaleRequestError(
+                f"superseded: another request (for {found.get(ANNOTATION_WORKERS)} workers) "
+                "replaced this one before the master took it"
+            )
     raise ScaleRequestError(
         f"job {job_name!r} did not answer within {wait_s:.0f} s; the request stays on "
         f"configmap {name} and the master takes it when it can"
     )
 
 
-def _read_answer(api: client.CoreV1Api, namespace: str, name: str) -> dict[str, Any] | None:
+def _annotations(
+    api: client.CoreV1Api, namespace: str, name: str, job_name: str, ended: bool = False
+) -> dict[str, str] | None:
+    """The ConfigMap's annotations. `ended`: while waiting for an answer (404: the job has
+    ended; another failure: None, to read again)."""
     try:
         cm = api.read_namespaced_config_map(name, namespace)
     except ApiException as err:
-        if err.status == 404:
+        if err.status == 404 and ended:
             raise ScaleRequestError(f"configmap {name} is gone: the job has ended") from None
-        return None
-    text = (cm.metadata.annotations or {}).get(ANNOTATION_ANSWER)
+        if ended:
+            return None
+        if err.status == 404:
+            raise ScaleRequestError(
+                f"no running job {job_name!r} in namespace {namespace!r} (configmap {name} "
+                "not found); check the job name and --namespace (a job whose workers are "
+                "local processes is resized with --master HOST:PORT)"
+            ) from None
+        raise ScaleRequestError(
+            f"could not read configmap {name}: HTTP {err.status} {err.reason}"
+        ) from None
+    return dict(cm.metadata.annotations or {})
+
+
+def _parse_answer(text: str | None) -> dict[str, Any] | None:
     if not text:
         return None
     try:

@@ -67,6 +67,8 @@ log = logging.getLogger("elasticdl.master")
 
 SUCCESS_MARKER = "_SUCCESS"
 _LOOP_S = 0.1
+_EXIT_GRACE_S = 0.5
+"""How long a pass that finds no worker alive waits for their exits to be reported."""
 _SIGNALS = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "stop": signal.SIGSTOP}
 
 
@@ -384,6 +386,11 @@ class InferenceJob:
                 self._killed.add(worker_id)  # once: its exit requeues the task
                 manager.signal(Role.WORKER, worker_id, signal.SIGKILL)
             self._fire_chaos(manager, tasks_done)
+            if not manager.alive(Role.WORKER):
+                # Exits that arrived since this pass began are relaunched first: only workers
+                # gone for good fail the job.
+                for exit_ in manager.exits(timeout=_EXIT_GRACE_S):
+                    self._on_exit(exit_, servicer, manager)
             if not manager.alive(Role.WORKER):
                 last = self._workers.exits[-1]["detail"] if self._workers.exits else "none"
                 raise JobFailed(

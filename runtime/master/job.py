@@ -281,7 +281,7 @@ class TrainingJob:
         """Run the job to the end; raise ValueError/FileNotFoundError for bad input."""
         config, tasks, sample, work = self._prepare()
         config_path = config.write(work / "job.json")
-        servicer = MasterServicer(tasks, scale_inbox=self.scale_inbox)
+        servicer = MasterServicer(tasks, scale_inbox=self.scale_inbox, hold_workers=True)
         server, port = serve_master(servicer, self.options.master_host, self.options.master_port)
         master_addr = host_port(self.options.master_host, port)
         try:
@@ -307,6 +307,7 @@ class TrainingJob:
             ps_client = PSClient(self._ps_addrs)
             self._open_tensorboard(work)
             self._watch(servicer, manager, ps_client, progress)
+            servicer.release_workers()
             self.scale_inbox.close("training is over: the job is finishing")
             training_s = time.monotonic() - self._t0
             self._stop_workers(manager)
@@ -744,8 +745,14 @@ class TrainingJob:
                 self._event("worker_added", worker_id=new_id, chaos=str(action))
             elif action.action == "remove":
                 active = self._active_workers(manager)
-                if active:
-                    self._state.target = max(0, self._state.target - 1)
+                if self._state.target - 1 < self.options.min_workers:
+                    self._event(
+                        "chaos_skipped",
+                        chaos=str(action),
+                        reason=f"the job is at --min_workers={self.options.min_workers}",
+                    )
+                elif active:
+                    self._state.target -= 1
                     victim = active[-1]
                     self._retire(manager, victim, f"chaos {action}")
                     self._event("worker_removed", worker_id=victim, chaos=str(action))
@@ -778,32 +785,39 @@ class TrainingJob:
         manager.signal(Role.WORKER, worker_id, signal.SIGTERM)
 
     def _apply_scale_requests(self, manager: InstanceManager) -> None:
-        for request in self.scale_inbox.take():
-            try:
-                check_target(request.workers, self.options.min_workers)
-            except ScaleError as err:
-                self._answer_scale(
-                    request, error=f"cannot scale to {request.workers} worker(s): {err}"
-                )
-                continue
-            before = self._state.target
-            self._state.target = request.workers
-            plan = plan_scale(request.workers, self._active_workers(manager))
-            launched = [self._launch_worker(manager) for _ in range(plan.launch)]
-            for victim in plan.retire:
-                self._retire(manager, victim, f"job scaled to {request.workers} worker(s)")
-            if launched:
-                done = f"started worker(s) {', '.join(map(str, launched))}"
-            elif plan.retire:
-                done = f"retiring worker(s) {', '.join(map(str, plan.retire))}"
-            else:
-                done = "nothing to do"
-            self._answer_scale(
-                request,
-                f"scaled from {before} to {request.workers} worker(s): {done}",
-                launched=launched,
-                retired=list(plan.retire),
-            )
+        taken = self.scale_inbox.take()
+        try:
+            for request in taken:
+                self._apply_scale_request(manager, request)
+        finally:
+            for request in taken:
+                if not request.wait(0):
+                    request.answer(error="the master failed while applying it; see its log")
+
+    def _apply_scale_request(self, manager: InstanceManager, request: ScaleRequest) -> None:
+        try:
+            check_target(request.workers, self.options.min_workers)
+        except ScaleError as err:
+            self._answer_scale(request, error=f"cannot scale to {request.workers} worker(s): {err}")
+            return
+        before = self._state.target
+        self._state.target = request.workers
+        plan = plan_scale(request.workers, self._active_workers(manager))
+        launched = [self._launch_worker(manager) for _ in range(plan.launch)]
+        for victim in plan.retire:
+            self._retire(manager, victim, f"job scaled to {request.workers} worker(s)")
+        if launched:
+            done = f"started worker(s) {', '.join(map(str, launched))}"
+        elif plan.retire:
+            done = f"retiring worker(s) {', '.join(map(str, plan.retire))}"
+        else:
+            done = "nothing to do"
+        self._answer_scale(
+            request,
+            f"scaled from {before} to {request.workers} worker(s): {done}",
+            launched=launched,
+            retired=list(plan.retire),
+        )
 
     def _answer_scale(
         self, request: ScaleRequest, message: str = "", error: str = "", **detail: Any

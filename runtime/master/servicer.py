@@ -55,11 +55,15 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         clock: Callable[[], float] = time.monotonic,
         task_config: Callable[[Task], Mapping[str, str]] | None = None,
         scale_inbox: ScaleInbox | None = None,
+        hold_workers: bool = False,
     ) -> None:
         """`task_config(task)` gives a task's extended_config (a prediction task's part name);
-        `scale_inbox` takes `scale_workers` requests (None: the job cannot be resized)."""
+        `scale_inbox` takes `scale_workers` requests (None: the job cannot be resized);
+        `hold_workers`: once every task is done, workers wait (WAIT) rather than leave until
+        `release_workers()`: the job may still queue work (the final evaluation)."""
         self.tasks = tasks
         self.scale_inbox = scale_inbox
+        self._released = not hold_workers
         self._task_config = task_config
         self.lock = threading.Lock()
         self.stats = WorkerStats()
@@ -70,7 +74,7 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         with self.lock:
             task = self.tasks.get(request.worker_id, self._clock())
             if task is None:
-                if self.tasks.finished or self.tasks.failure is not None:
+                if self.tasks.failure is not None or (self.tasks.finished and self._released):
                     return NO_MORE_TASKS
                 return WAIT_TASK
             return pb.Task(
@@ -134,21 +138,37 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     def scale_workers(
         self, request: pb.ScaleWorkersRequest, context: grpc.ServicerContext
     ) -> pb.ScaleWorkersResponse:
-        """Resize the job; answered once the job loop has applied (or refused) it."""
+        """Resize the job; answered once the job loop has applied (or refused) it.
+
+        Only from this machine (loopback): the master listens on the pod network on Kubernetes,
+        where resizing goes through the job's ConfigMap, under the cluster's RBAC."""
         if self.scale_inbox is None:
             return pb.ScaleWorkersResponse(
                 accepted=False, message="this job cannot be resized (only training jobs can)"
             )
-        pending = self.scale_inbox.submit(request.num_workers, f"grpc {context.peer()}")
+        peer = context.peer()
+        if not peer.startswith(("ipv4:127.", "ipv6:[::1]", "unix:")):
+            return pb.ScaleWorkersResponse(
+                accepted=False,
+                message=f"resize requests over gRPC are taken from this machine only (not "
+                f"{peer}); on Kubernetes use `elasticdl scale JOB --workers N`",
+            )
+        pending = self.scale_inbox.submit(request.num_workers, f"grpc {peer}")
         if not pending.wait(SCALE_ANSWER_S):
             return pb.ScaleWorkersResponse(
                 accepted=False,
+                pending=True,
                 message=f"the master did not answer within {SCALE_ANSWER_S:.0f} s; the request "
                 "stays queued and may still be applied",
             )
         if pending.error:
             return pb.ScaleWorkersResponse(accepted=False, message=pending.error)
         return pb.ScaleWorkersResponse(accepted=True, message=pending.message)
+
+    def release_workers(self) -> None:
+        """From now on a worker that asks for a task when none is left is told to leave."""
+        with self.lock:
+            self._released = True
 
     def _note_loss(self, worker_id: int, version: int, loss: float) -> None:
         self.stats.model_version = max(self.stats.model_version, version)

@@ -39,10 +39,12 @@ def events(report: dict, kind: str) -> list[dict]:
 
 @pytest.mark.parametrize("min_workers", [1, 2])
 def test_the_job_goes_on_while_min_workers_are_alive(tmp_path, regression_data, min_workers):
+    # Worker 0 is slow (20 ms a record), so worker 1 gets its 2 tasks however late it starts.
     output, logs = tmp_path / "model", tmp_path / "logs"
     result = elasticdl.train(
-        model_def="regressor.DNN",
-        params="hidden_units=[8]",
+        model_zoo=str(FAULT_ZOO),
+        model_def="faulty.custom_model",
+        dataset_fn="faulty.slow_worker0",
         data=str(regression_data),
         output=str(output),
         log_dir=str(logs),

@@ -140,9 +140,11 @@ def test_no_container_runs_a_shell():
 
 KUBERNETES_HOSTILE = {
     # Values the master's parsers accept, with shell and YAML syntax inside.
-    "volume": "claim_name=$(rm -rf /),mount_path=/data/`id` && echo pwned;"
-    "secret=x'y\"z,mount_path=/s #c",
-    "tolerations": "dedicated=--help $HOME:NoSchedule;k=a: b\n- c:NoExecute",
+    # (Object names, toleration keys and values are checked as Kubernetes names: the hostile
+    # text rides in the mount paths, which are free text.)
+    "volume": "claim_name=data,mount_path=/data/`id` && echo pwned $(rm -rf /);"
+    "secret=s,mount_path=/s --help $HOME #c x'y\"z\n- c: d",
+    "tolerations": "dedicated=ml:NoSchedule;nvidia.com/gpu:NoExecute",
 }
 KUBERNETES_PARAMS = KUBERNETES_FLAGS
 

@@ -17,6 +17,8 @@ from kubernetes import client
 from elasticdl import cli
 from elasticdl.runtime.k8s.scale import (
     ANNOTATION_ANSWER,
+    ANNOTATION_REQUEST,
+    ANNOTATION_RESIZABLE,
     ANNOTATION_WORKERS,
     ConfigMapScaleListener,
     ScaleRequestError,
@@ -38,7 +40,11 @@ def kube() -> Iterator[FakeKube]:
             {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
-                "metadata": {"name": CONFIG_MAP, "labels": {"elasticdl-job-name": "train-job-7"}},
+                "metadata": {
+                    "name": CONFIG_MAP,
+                    "labels": {"elasticdl-job-name": "train-job-7"},
+                    "annotations": {ANNOTATION_RESIZABLE: "true"},
+                },
                 "data": {"job.json": "{}"},
             },
         )
@@ -103,6 +109,7 @@ def test_a_request_is_applied_and_answered(api, kube, listening):
     assert found[ANNOTATION_WORKERS] == "4"
     assert json.loads(found[ANNOTATION_ANSWER]) == {
         "workers": 4,
+        "request": found[ANNOTATION_REQUEST],
         "accepted": True,
         "message": "scaled from 2 to 4 worker(s)",
     }
@@ -116,26 +123,62 @@ def test_a_refusal_comes_back_as_scale_refused(api, listening):
         request_scale(api, "team-a", JOB, 1, wait_s=20)
 
 
-def test_kubectl_annotate_works_too(api, kube, listening):
+def annotate(kube: FakeKube, **values: str | None) -> None:
+    """`kubectl annotate configmap ... --overwrite` (None: `key-`, removed)."""
+    names = {"workers": ANNOTATION_WORKERS, "request": ANNOTATION_REQUEST}
+    names["answer"] = ANNOTATION_ANSWER
+    patch = {"metadata": {"annotations": {names[k]: v for k, v in values.items()}}}
+    assert kube.patch("configmaps", "team-a", CONFIG_MAP, patch)[0] == 200
+
+
+def answer_of(kube: FakeKube) -> dict[str, Any]:
+    return json.loads(annotations(kube).get(ANNOTATION_ANSWER, "{}"))
+
+
+def test_kubectl_annotate_works_too(kube, listening):
     _, loop = listening
-    # `kubectl annotate configmap train-job-7-config elasticdl.org/num-workers=3 --overwrite`
-    kube.patch(
-        "configmaps", "team-a", CONFIG_MAP, {"metadata": {"annotations": {ANNOTATION_WORKERS: "3"}}}
-    )
-    assert kube.wait_for(lambda: ANNOTATION_ANSWER in annotations(kube), timeout=20)
-    assert json.loads(annotations(kube)[ANNOTATION_ANSWER])["accepted"] is True
-    kube.patch(
-        "configmaps",
-        "team-a",
-        CONFIG_MAP,
-        {"metadata": {"annotations": {ANNOTATION_WORKERS: "three"}}},
-    )
-    assert kube.wait_for(
-        lambda: json.loads(annotations(kube)[ANNOTATION_ANSWER])["workers"] == "three", timeout=20
-    )
-    answer = json.loads(annotations(kube)[ANNOTATION_ANSWER])
+    annotate(kube, workers="3")
+    assert kube.wait_for(lambda: answer_of(kube).get("workers") == 3, timeout=20)
+    assert answer_of(kube)["accepted"] is True and answer_of(kube)["request"] == ""
+    annotate(kube, workers="three")
+    assert kube.wait_for(lambda: answer_of(kube).get("workers") == "three", timeout=20)
+    answer = answer_of(kube)
     assert answer["accepted"] is False and "is not a whole number" in answer["message"]
-    assert loop.seen == [(3, f"configmap {CONFIG_MAP}")]
+    annotate(kube, workers="3", request="r2")
+    assert kube.wait_for(lambda: answer_of(kube).get("request") == "r2", timeout=20)
+    assert loop.seen == [(3, f"configmap {CONFIG_MAP}")] * 2
+
+
+def test_a_request_is_applied_once_and_its_lost_answer_written_again(api, kube, listening):
+    listener, loop = listening
+    request_scale(api, "team-a", JOB, 3, wait_s=20)
+    first = annotations(kube)[ANNOTATION_ANSWER]
+    annotate(kube, answer=None)  # the answer's write failed, or someone removed it
+    assert kube.wait_for(lambda: annotations(kube).get(ANNOTATION_ANSWER) == first, timeout=20)
+    listener.poll_once()
+    assert len(loop.seen) == 1, "the same request is never applied twice"
+
+
+def test_a_request_replaced_before_the_master_took_it_is_superseded(api, kube):
+    # No master listens: a second asker replaces the first one's request.
+    def replace_soon() -> None:
+        kube.wait_for(lambda: annotations(kube).get(ANNOTATION_WORKERS) == "3", timeout=20)
+        annotate(kube, workers="5", request="someone-else")
+
+    thread = threading.Thread(target=replace_soon, daemon=True)
+    thread.start()
+    with pytest.raises(ScaleRequestError, match=r"superseded: another request \(for 5 workers"):
+        request_scale(api, "team-a", JOB, 3, wait_s=20)
+    thread.join(5)
+
+
+def test_a_job_whose_master_takes_no_requests_cannot_be_resized(api, kube):
+    annotate(kube)  # nothing
+    patch = {"metadata": {"annotations": {ANNOTATION_RESIZABLE: None}}}
+    kube.patch("configmaps", "team-a", CONFIG_MAP, patch)
+    with pytest.raises(ScaleRequestError, match="cannot be resized: its master does not take"):
+        request_scale(api, "team-a", JOB, 3, wait_s=5)
+    assert ANNOTATION_WORKERS not in annotations(kube), "nothing was asked"
 
 
 def test_no_such_job(api):

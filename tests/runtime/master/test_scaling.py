@@ -90,3 +90,37 @@ def test_min_workers_must_be_between_one_and_num_workers(num_workers, min_worker
     options = TrainOptions("m.f", "data", "out", num_workers=num_workers, min_workers=min_workers)
     with pytest.raises(ValueError, match="--min_workers must be between 1 and --num_workers="):
         options.validate()
+
+
+class _Context:
+    def __init__(self, peer: str) -> None:
+        self._peer = peer
+
+    def peer(self) -> str:
+        return self._peer
+
+
+def test_grpc_resize_requests_are_taken_from_this_machine_only():
+    from elasticdl.proto import elasticdl_pb2 as pb
+    from elasticdl.runtime.master.servicer import MasterServicer
+
+    inbox = ScaleInbox()
+    servicer = MasterServicer(tasks=None, scale_inbox=inbox)  # type: ignore[arg-type]
+    request = pb.ScaleWorkersRequest(num_workers=3)
+    refused = servicer.scale_workers(request, _Context("ipv4:10.0.0.5:41234"))
+    assert not refused.accepted and "from this machine only (not ipv4:10.0.0.5:41234)" in (
+        refused.message
+    )
+    assert inbox.take() == []
+
+    def answer() -> None:
+        while True:
+            for taken in inbox.take():
+                taken.answer("scaled from 2 to 3 worker(s)")
+                return
+
+    threading.Thread(target=answer, daemon=True).start()
+    accepted = servicer.scale_workers(request, _Context("ipv4:127.0.0.1:41234"))
+    assert accepted.accepted and accepted.message == "scaled from 2 to 3 worker(s)"
+    no_inbox = MasterServicer(tasks=None).scale_workers(request, _Context("ipv4:127.0.0.1:1"))  # type: ignore[arg-type]
+    assert not no_inbox.accepted and "only training jobs can" in no_inbox.message

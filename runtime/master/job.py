@@ -629,28 +629,26 @@ class TrainingJob:
                 reason=f"the job has its {self._state.target} worker(s)",
             )
             return
-        if preempted:
-            pass  # relaunched for free: it did nothing wrong
-        elif out_of_memory:
+        if out_of_memory and not preempted:
             # Relaunching an out-of-memory worker would fail the same way: not relaunched.
             self._state.last_refusal = (
                 f"worker {exit_.index} ran out of memory (not relaunched: it would again)"
             )
             self._event("relaunch_refused", worker_id=exit_.index, reason=cause)
             return
-        elif self._state.relaunches >= self.options.max_worker_relaunches:
-            self._state.last_refusal = (
-                "the relaunch budget "
-                f"(--max_worker_relaunches={self.options.max_worker_relaunches}) is spent"
-            )
-            self._event(
-                "relaunch_refused",
-                worker_id=exit_.index,
-                reason=f"relaunch budget spent (--max_worker_relaunches="
-                f"{self.options.max_worker_relaunches}); worker {exit_.index} {cause}",
-            )
-            return
-        else:
+        if not preempted:  # a preempted worker did nothing wrong: relaunched for free
+            if self._state.relaunches >= self.options.max_worker_relaunches:
+                self._state.last_refusal = (
+                    "the relaunch budget "
+                    f"(--max_worker_relaunches={self.options.max_worker_relaunches}) is spent"
+                )
+                self._event(
+                    "relaunch_refused",
+                    worker_id=exit_.index,
+                    reason=f"relaunch budget spent (--max_worker_relaunches="
+                    f"{self.options.max_worker_relaunches}); worker {exit_.index} {cause}",
+                )
+                return
             self._state.relaunches += 1
         started = time.monotonic()
         new_id = self._launch_worker(manager, replaces=exit_.index)

@@ -380,19 +380,12 @@ def _open_stream(db: str, sql: str, batch_rows: int) -> tuple[list[str], Iterato
             f"the query failed on {redact_url(db)}: {_scrub(reason, db)}"
         ) from None
 
-    def batches() -> Iterator[list[Any]]:
-        while True:
-            rows = result.fetchmany(batch_rows)
-            if not rows:
-                return
-            yield rows
-
     def close() -> None:
         result.close()
         conn.close()
         engine.dispose()
 
-    return names, batches(), close
+    return names, _batches(result.fetchmany, batch_rows), close
 
 
 try:
@@ -416,13 +409,6 @@ def _stream_psycopg(
     cursor.execute(sql)
     names = [column.name for column in cursor.description or []]
 
-    def batches() -> Iterator[list[Any]]:
-        while True:
-            rows = cursor.fetchmany(batch_rows)
-            if not rows:
-                return
-            yield rows
-
     def close() -> None:
         try:
             cursor.close()
@@ -431,7 +417,16 @@ def _stream_psycopg(
         conn.close()
         engine.dispose()
 
-    return names, batches(), close
+    return names, _batches(cursor.fetchmany, batch_rows), close
+
+
+def _batches(fetchmany: Any, batch_rows: int) -> Iterator[list[Any]]:
+    """`fetchmany(batch_rows)` until it comes back empty."""
+    while True:
+        rows = fetchmany(batch_rows)
+        if not rows:
+            return
+        yield rows
 
 
 def _read_only(conn: Any) -> None:

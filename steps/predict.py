@@ -27,7 +27,6 @@ Exit status 0 when the predictions are complete, 1 when the job failed, 2 for ba
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -61,19 +60,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def schema_columns(data: str) -> list[str]:
     """The column names in `<data>/schema.json` (written by the SQL conversion step)."""
-    import fsspec
-
-    from elasticdl.runtime.sql.convert import SCHEMA_FILE
+    from elasticdl.runtime.data.metadata import SCHEMA_FILE, schema_in
 
     url = f"{data.rstrip('/')}/{SCHEMA_FILE}"
-    try:
-        with fsspec.open(url, "rb") as f:
-            schema = json.loads(f.read())
-    except FileNotFoundError:
+    schema = schema_in(data.rstrip("/"))
+    if schema is None:
         raise ValueError(
             f"--keep_columns '*' needs --data to be a directory with {SCHEMA_FILE} (the output "
             f"of the SQL conversion step); {url} does not exist"
-        ) from None
+        )
     return [column["name"] for column in schema.get("columns", [])]
 
 

@@ -16,7 +16,6 @@ Exit status 2 with one line on stderr for bad input (the URL's password never ap
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -37,18 +36,13 @@ class WriteBackResult:
 
 
 def _schema_columns(data: str) -> list[tuple[str, str]]:
-    import fsspec
+    from elasticdl.runtime.data.metadata import SCHEMA_FILE, schema_in
 
-    from elasticdl.runtime.sql.convert import SCHEMA_FILE
-
-    url = f"{data.rstrip('/')}/{SCHEMA_FILE}"
-    try:
-        with fsspec.open(url, "rb") as f:
-            schema = json.loads(f.read())
-    except FileNotFoundError:
+    schema = schema_in(data.rstrip("/"))
+    if schema is None:
         raise ValueError(
             f"--data {data!r} has no {SCHEMA_FILE}: it must be the SQL conversion step's output"
-        ) from None
+        )
     return [(c["name"], c["dtype"]) for c in schema.get("columns", [])]
 
 

@@ -118,8 +118,9 @@ class DatasetMetadata:
         return cls(columns=columns, label=label if label in columns else None)
 
 
-@functools.lru_cache(maxsize=64)
-def _schema_in(directory: str) -> dict[str, Any] | None:
+def schema_in(directory: str) -> dict[str, Any] | None:
+    """The parsed `schema.json` of data directory `directory` (what the SQL conversion
+    writes), or None; ValueError when it is not JSON."""
     import json
 
     import fsspec
@@ -135,7 +136,11 @@ def _schema_in(directory: str) -> dict[str, Any] | None:
         raise ValueError(f"{directory}/{SCHEMA_FILE} is not valid JSON: {err}") from None
 
 
+_cached_schema_in = functools.lru_cache(maxsize=64)(schema_in)
+"""Data files of one directory share its schema: read once per process."""
+
+
 def schema_beside(url: str) -> dict[str, Any] | None:
     """The parsed `schema.json` in the directory of data file `url`, or None."""
     directory = url.rsplit("/", 1)[0] if "/" in url else "."
-    return _schema_in(directory)
+    return _cached_schema_in(directory)

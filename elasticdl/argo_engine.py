@@ -130,7 +130,7 @@ def add_argo_arguments(parser: argparse.ArgumentParser, job: str = "train") -> N
     )
     d = ArgoOptions()
     argo.add_argument("--argo_version", default=d.argo_version, choices=ARGO_VERSIONS)
-    from elasticdl.render_command import add_workflow_settings
+    from elasticdl.render_command import add_param_argument, add_workflow_settings
 
     add_workflow_settings(argo)
     argo.add_argument(
@@ -143,13 +143,7 @@ def add_argo_arguments(parser: argparse.ArgumentParser, job: str = "train") -> N
     for param in spec.params:
         if f"--{param.name}" in parser._option_string_actions:
             continue
-        default = "required" if param.required else f"default {param.default!r}"
-        argo.add_argument(
-            f"--{param.name}",
-            default=None,
-            choices=list(param.enum) if param.enum else None,
-            help=f"{param.description} ({default}; Argo only)",
-        )
+        add_param_argument(argo, param, "; Argo only")
 
 
 def submit_train(args: argparse.Namespace) -> int:

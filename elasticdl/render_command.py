@@ -22,6 +22,18 @@ from typing import Any
 COMMANDS = ("render", "lint")
 
 
+def add_param_argument(group: Any, param: Any, note: str = "") -> None:
+    """Pipeline parameter `param` as the flag --NAME (None when not given), its description,
+    default and `note` in the help."""
+    default = "required" if param.required else f"default {param.default!r}"
+    group.add_argument(
+        f"--{param.name}",
+        default=None,
+        choices=list(param.enum) if param.enum else None,
+        help=f"{param.description} ({default}{note})",
+    )
+
+
 def _add_argo_options(parser: argparse.ArgumentParser) -> None:
     from elasticdl.workflows.argo import ARGO_VERSIONS, ArgoOptions
 
@@ -58,13 +70,7 @@ def add_render_command(commands: argparse._SubParsersAction) -> None:
         )
         job = parser.add_argument_group("job flags (pipeline parameters)")
         for param in spec.params:
-            default = "required" if param.required else f"default {param.default!r}"
-            job.add_argument(
-                f"--{param.name}",
-                default=None,
-                choices=list(param.enum) if param.enum else None,
-                help=f"{param.description} ({default})",
-            )
+            add_param_argument(job, param)
         out = parser.add_argument_group("what to print")
         out.add_argument("--kind", default="workflow", choices=KINDS)
         out.add_argument(

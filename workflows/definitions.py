@@ -133,6 +133,22 @@ def _sql_params(with_label: bool) -> tuple[PipelineParam, ...]:
     return params
 
 
+def _input_checks(*sql_checks: Check) -> tuple[Check, ...]:
+    """What both pipelines ask of their input: RecordIO --data, or --sql with --db (then the
+    pipeline's own `sql_checks`), and on Argo a --work_dir for the converted rows."""
+    return (
+        Check(All(IsEmpty("data"), IsEmpty("sql")), "give --data (RecordIO) or --sql and --db"),
+        Check(All(IsSet("data"), IsSet("sql")), "give either --data or --sql, not both"),
+        Check(All(IsSet("sql"), IsEmpty("db")), "--sql needs --db (a SQLAlchemy URL)"),
+        *sql_checks,
+        Check(
+            All(IsSet("sql"), IsEmpty("work_dir")),
+            "--sql needs --work_dir: a directory URL (gs://...) for the converted rows",
+            engines=ARGO_ONLY,
+        ),
+    )
+
+
 def _cleanup() -> Step:
     return Step(
         name="cleanup",
@@ -543,15 +559,9 @@ def train_pipeline() -> Pipeline:
         ),
     )
     checks = (
-        Check(All(IsEmpty("data"), IsEmpty("sql")), "give --data (RecordIO) or --sql and --db"),
-        Check(All(IsSet("data"), IsSet("sql")), "give either --data or --sql, not both"),
-        Check(All(IsSet("sql"), IsEmpty("db")), "--sql needs --db (a SQLAlchemy URL)"),
-        Check(All(IsSet("sql"), IsEmpty("label")), "--sql needs --label (the label column)"),
-        Check(All(IsEmpty("sql"), IsSet("label")), "--label applies to --sql input only"),
-        Check(
-            All(IsSet("sql"), IsEmpty("work_dir")),
-            "--sql needs --work_dir: a directory URL (gs://...) for the converted rows",
-            engines=ARGO_ONLY,
+        *_input_checks(
+            Check(All(IsSet("sql"), IsEmpty("label")), "--sql needs --label (the label column)"),
+            Check(All(IsEmpty("sql"), IsSet("label")), "--label applies to --sql input only"),
         ),
         Check(
             All(IsEmpty("image"), IsEmpty("zoo_context")),
@@ -695,14 +705,7 @@ def predict_pipeline() -> Pipeline:
         ),
     )
     checks = (
-        Check(All(IsEmpty("data"), IsEmpty("sql")), "give --data (RecordIO) or --sql and --db"),
-        Check(All(IsSet("data"), IsSet("sql")), "give either --data or --sql, not both"),
-        Check(All(IsSet("sql"), IsEmpty("db")), "--sql needs --db (a SQLAlchemy URL)"),
-        Check(
-            All(IsSet("sql"), IsEmpty("work_dir")),
-            "--sql needs --work_dir: a directory URL (gs://...) for the converted rows",
-            engines=ARGO_ONLY,
-        ),
+        *_input_checks(),
         Check(
             All(IsSet("output_table"), IsEmpty("sql")),
             "--output_table needs --sql: the rows written back are the selected ones",

@@ -113,21 +113,21 @@ class ConfigMapScaleListener:
         try:
             workers = int(value)
         except ValueError:
-            self._answered = key
-            self._answer(key, False, f"{ANNOTATION_WORKERS}={value!r} is not a whole number")
+            self._answer(key, value, False, f"{ANNOTATION_WORKERS}={value!r} is not a whole number")
             return
         request = self._inbox.submit(workers, f"configmap {self._name}")
         while not request.wait(0.5):
             if self._stop.is_set():
                 return
-        self._answered = key
-        self._answer(key, not request.error, request.error or request.message)
+        self._answer(key, workers, not request.error, request.error or request.message)
 
-    def _answer(self, key: tuple[str, str], accepted: bool, message: str) -> None:
-        value, request_id = key
-        workers: int | str = int(value) if value.lstrip("-").isdigit() else value
+    def _answer(
+        self, key: tuple[str, str], workers: int | str, accepted: bool, message: str
+    ) -> None:
+        """Remember `key` as answered (never applied again), then write the answer."""
+        self._answered = key
         self._answer_text = json.dumps(
-            {"workers": workers, "request": request_id, "accepted": accepted, "message": message}
+            {"workers": workers, "request": key[1], "accepted": accepted, "message": message}
         )
         self._write_answer()
 

@@ -11,7 +11,10 @@ from typing import Any
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 from elasticdl.mode import Mode
+from elasticdl.runtime import tf_quiet
 from elasticdl.spec import ElasticDLSpec
+
+tf_quiet.install()  # before anything imports TensorFlow: see runtime/tf_quiet.py
 
 __all__ = ["ElasticDLSpec", "Mode", "evaluate", "predict", "sql", "train"]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Sequence
 
@@ -319,8 +318,6 @@ def _run_sql(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `elasticdl` console script; returns the exit status."""
-    # TensorFlow's C++ start-up lines would bury our one-line errors; users can override.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and not (args.command == "sql" and args.engine == "argo"):

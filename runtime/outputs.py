@@ -10,7 +10,10 @@ the output goes:
   upload removes what it wrote.
 
 `check_output` runs before the job starts so a bad `--output` fails in seconds, not after
-training.
+training. `publish` consumes the staging directory: it is removed whether publication succeeds
+or fails, and a failed publication leaves nothing in `--output` (a full disk included); the
+error is one `PublishError` line naming the path and the cause. Published directories get the
+modes the umask gives, not the 0700 of a temporary directory.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ COMMIT_MARKER = "trained_model.pb"
 
 class OutputError(ValueError):
     """`--output` cannot be used; the message says why and what to do."""
+
+
+class PublishError(OSError, OutputError):
+    """Writing the outputs failed (disk full, permissions, network); nothing was left behind."""
 
 
 def _fs(url: str, storage_options: dict[str, Any] | None) -> tuple[Any, str, bool]:
@@ -85,12 +92,46 @@ def staging_dir(prefix: str = "elasticdl-output-") -> Path:
 
 
 def publish(staged: Path, url: str, storage_options: dict[str, Any] | None = None) -> None:
-    """Move the staged outputs to `url`, atomically where the filesystem allows."""
-    fs, path, local = _fs(url, storage_options)
-    if local:
-        _publish_local(staged, Path(path))
-    else:
-        upload_staged(staged, fs, path)
+    """Move the staged outputs to `url`, atomically where the filesystem allows.
+
+    `staged` is removed in every case. An OSError becomes a PublishError whose message names
+    the place and the cause; what was written of the outputs has been removed by then.
+    """
+    try:
+        fs, path, local = _fs(url, storage_options)
+        if local:
+            _publish_local(staged, Path(path))
+        else:
+            upload_staged(staged, fs, path)
+    except PublishError:
+        raise
+    except OSError as err:
+        cause = err.strerror or str(err) or type(err).__name__
+        failure = PublishError(f"could not publish the outputs to {url}: {cause}")
+        failure.errno = err.errno
+        raise failure from err
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    """Copy a directory tree, stopping at the first error (shutil.copytree collects them all
+    into one unreadable shutil.Error). Directories get the umask's modes, not mkdtemp's 0700."""
+    mode = 0o777 & ~_umask()
+    target.mkdir(mode=mode)
+    os.chmod(target, mode)
+    for entry in sorted(source.iterdir()):
+        if entry.is_dir():
+            _copy_tree(entry, target / entry.name)
+        else:
+            shutil.copyfile(entry, target / entry.name)
+            shutil.copymode(entry, target / entry.name)
 
 
 JOB_OWNED = {"checkpoints"}
@@ -110,8 +151,8 @@ def _publish_local(staged: Path, target: Path) -> None:
         raise OutputError(f"--output {target} was filled by someone else during the job")
     if not existing:
         sibling = target.parent / f".{target.name}.staging-{uuid.uuid4().hex[:8]}"
-        shutil.copytree(staged, sibling)
         try:
+            _copy_tree(staged, sibling)
             if target.exists():
                 target.rmdir()
             os.rename(sibling, target)
@@ -120,9 +161,9 @@ def _publish_local(staged: Path, target: Path) -> None:
             raise
         return
     inner = target / f".staging-{uuid.uuid4().hex[:8]}"
-    shutil.copytree(staged, inner)
-    entries = sorted(inner.iterdir(), key=lambda p: p.name == COMMIT_MARKER)
     try:
+        _copy_tree(staged, inner)
+        entries = sorted(inner.iterdir(), key=lambda p: p.name == COMMIT_MARKER)
         for entry in entries:
             os.rename(entry, target / entry.name)
     finally:

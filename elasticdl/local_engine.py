@@ -17,9 +17,11 @@ from typing import Any
 from elasticdl.runtime import job_options
 
 
-def run_pipeline(job: str, args: argparse.Namespace) -> Any:
+def run_pipeline(job: str, args: argparse.Namespace, options: Any) -> Any:
     """Run the `job` pipeline (train or predict) for parsed flags; the job step's result
-    (a JobResult or InferenceResult)."""
+    (a JobResult or InferenceResult). `options` (the job's options from the same flags) are
+    validated first, so bad input reads as it always has, before any step starts."""
+    from elasticdl.sql_input import check_data_source
     from elasticdl.workflows.definitions import pipeline
     from elasticdl.workflows.local import run_local
 
@@ -27,8 +29,11 @@ def run_pipeline(job: str, args: argparse.Namespace) -> Any:
     if engine != job_options.LOCAL:
         raise ValueError(
             f"--engine {engine!r} is not available here; use --engine local (the Argo engine "
-            "submits with `elasticdl {job} --engine argo` or renders with `elasticdl render`)"
+            f"submits with `elasticdl {job} --engine argo` or renders with `elasticdl render`)"
         )
+    options.validate()
+    data = getattr(args, "training_data", getattr(args, "data", None))
+    check_data_source(data, args.sql, args.db)
     values = job_options.values_from_namespace(job_options.JOBS[job], args)
     run_id = getattr(args, "job_name", "") or f"{job}-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory(prefix=f"elasticdl-{job}-") as root:

@@ -41,10 +41,6 @@ def options_from_kwargs(job_type: str, **kwargs: Any) -> Any:
 def run_inference(args: argparse.Namespace, job_type: str) -> Any:
     """Run a prediction (the predict pipeline, locally) or an evaluation job for parsed
     flags; an InferenceResult."""
-    if job_type == "predict":
-        from elasticdl.local_engine import run_pipeline
-
-        return run_pipeline("predict", args)
     import dataclasses
 
     from elasticdl.runtime.master.inference_job import InferenceJob
@@ -52,6 +48,10 @@ def run_inference(args: argparse.Namespace, job_type: str) -> Any:
     from elasticdl.sql_input import check_data_source, converted
 
     options = InferenceOptions(**job_options.copy_fields(InferenceOptions, args), job_type=job_type)
+    if job_type == "predict":
+        from elasticdl.local_engine import run_pipeline
+
+        return run_pipeline("predict", args, options)
     check_data_source(args.data, args.sql, args.db)
     if not args.sql:
         return InferenceJob(options).run()

@@ -29,5 +29,6 @@ def namespace_from_kwargs(**kwargs: Any) -> argparse.Namespace:
 def run_training(args: argparse.Namespace) -> Any:
     """Run `elasticdl train` for parsed flags (the train pipeline, locally); a JobResult."""
     from elasticdl.local_engine import run_pipeline
+    from elasticdl.runtime.master.options import TrainOptions
 
-    return run_pipeline("train", args)
+    return run_pipeline("train", args, TrainOptions(**job_options.copy_fields(TrainOptions, args)))

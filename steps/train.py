@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("elasticdl.steps.train")
 
-INSTANCE_MANAGERS = job_options.INSTANCE_MANAGER.choices
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The step's flags: the train options the step takes (runtime/job_options.py), then the
@@ -111,7 +109,7 @@ def run(
 
     `resume`: a retried attempt continues from the checkpoints the interrupted one left in
     --output (before --init_from_latest, which only seeds the first attempt)."""
-    if instance_manager not in INSTANCE_MANAGERS:
+    if instance_manager not in job_options.INSTANCE_MANAGER.choices:
         raise ValueError(f"--instance_manager {instance_manager!r}: expected local or kubernetes")
     if init_from_latest and options.checkpoint_dir_for_init:
         raise ValueError("give --init_from_latest or --checkpoint_dir_for_init, not both")

@@ -83,7 +83,6 @@ JOB_LABEL = manifests.LABEL_JOB
 DEFAULT_ELASTICDL_IMAGE = f"elasticdl/elasticdl:{__version__}"
 DEFAULT_KANIKO_IMAGE = "gcr.io/kaniko-project/executor:v1.23.2"
 BOOL = ("false", "true")
-INSTANCE_MANAGERS = ("local", "kubernetes")
 
 
 def _common_params() -> tuple[PipelineParam, ...]:

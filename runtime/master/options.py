@@ -39,7 +39,8 @@ class TrainOptions:
 
     def validate(self) -> None:
         """Raise ValueError naming the first option out of range."""
-        spec.check_ranges(spec.TRAIN, self)
+        # --min_workers has its own message, naming both bounds.
+        spec.check_ranges([o for o in spec.TRAIN if o.name != "min_workers"], self)
         if not 1 <= self.min_workers <= self.num_workers:
             raise ValueError(
                 f"--min_workers must be between 1 and --num_workers={self.num_workers}, "

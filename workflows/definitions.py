@@ -32,6 +32,12 @@ in the master's pod: a small job, or a cluster without the Role). The local engi
 cluster: there `local` is the default and `kubernetes` is refused with one line, and the
 Kubernetes parameters are neither needed nor passed.
 
+Parameters that are job options (model, data, sizes, checkpoints...) come from the option spec
+(`runtime/job_options.py`, `PipelineParam.of`): one declaration gives the flag, the dataclass
+field and the parameter's description, default and enum. Job options the Argo templates do not
+show (--chaos, --seed, --loss, ...) are parameters of the local engine only, passed to the job
+step as `local_args`, so `elasticdl train|predict` run these definitions locally too.
+
 Where each run writes: with `--versioned true` (what a CronWorkflow uses) the model goes to
 `OUTPUT/runs/<run name>` and `OUTPUT/LATEST` names it once it is published, so a run never
 overwrites an earlier model and a failed run never becomes the latest; `--warm_start true`

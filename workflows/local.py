@@ -9,7 +9,11 @@ as on Argo. The first failing step stops the run.
 There is no cluster here: the elastic job's master runs in this process and starts its
 parameter servers and workers as local processes (`--instance_manager local`, the local
 default; `kubernetes` is refused before any step runs), and a step's Argo-only arguments (the
-Kubernetes flags, `Step.argo_args`) are not passed.
+Kubernetes flags, `Step.argo_args`) are not passed; its local-only ones (`Step.local_args`: the
+job options the Argo templates do not show, such as --chaos or --seed) are.
+
+`elasticdl train|predict` on the local engine run their pipeline through here
+(elasticdl/local_engine.py), with `raise_errors` so bad input reads as one line.
 """
 
 from __future__ import annotations

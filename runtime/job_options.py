@@ -10,9 +10,12 @@ each is taken. Everything else is derived from these tables:
   default, enum, bounds, and on which engines the job step gets it (`engines`).
 
 Adding an option is one `Option(...)` line in the table of its job kind (or in `_shared` when
-train and predict both take it): the flag, the keyword, the dataclass field, the pipeline
-parameter and the step's argv follow. Its value reaches the master as
-`options.<field>`; mark it CONFIG to have it in `JobConfig` too.
+train and predict both take it): the flag, the keyword, the dataclass field (`options.<dest>`
+in the master), the step's flag and the pipeline parameter follow. By default it is a
+parameter of the local engine only (the Argo templates stay as they are); `engines=BOTH` makes
+it an Argo parameter too, appended to the template's parameters and the job step's argv (place
+it in `workflows/definitions.py` for another order). Mark it CONFIG (`takes=_JOB_CONFIG`) to
+have it in `JobConfig`, which the parameter servers and workers read.
 
 This module is pure data plus those derivations; it imports nothing of the project, so every
 layer may use it (see tests/test_layering.py).

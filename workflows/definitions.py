@@ -113,9 +113,14 @@ def _job_params(table: tuple[job_options.Option, ...], *names: str) -> tuple[Pip
     return tuple(PipelineParam.of(o) for o in job_options.pick(table, *names))
 
 
-def _local_params(table: tuple[job_options.Option, ...]) -> tuple[PipelineParam, ...]:
-    """The job options only the local engine has as parameters (Argo's templates do not)."""
-    return tuple(PipelineParam.of(o) for o in table if o.engines == job_options.LOCAL_ONLY)
+def _other_params(
+    table: tuple[job_options.Option, ...], placed: tuple[PipelineParam, ...]
+) -> tuple[PipelineParam, ...]:
+    """Every other job option that is a parameter on some engine, after those `placed` by
+    name: the local-only ones (Argo's templates do not show them) and any option added to
+    the spec for both engines without a place of its own here yet."""
+    names = {p.name for p in placed}
+    return tuple(PipelineParam.of(o) for o in table if o.engines and o.name not in names)
 
 
 def _passed(*names: str) -> tuple[Value, ...]:
@@ -132,17 +137,23 @@ def _job_step(
     argo_args: tuple[Value, ...],
     after: tuple[str, ...],
 ) -> Step:
-    """The elastic job's master (`python -m elasticdl.steps.<name>`): `args` on both engines,
-    plus the Kubernetes flags on Argo and the local-only job options of `table` here."""
-    local = [
-        o.name for o in table if o.engines == job_options.LOCAL_ONLY and job_options.STEP in o.takes
-    ]
+    """The elastic job's master (`python -m elasticdl.steps.<name>`): `args` on both engines
+    (then any other option of `table` the step takes on both: `--x=<parameter x>`), plus the
+    Kubernetes flags on Argo and the local-only job options of `table` here."""
+    flagged = {
+        value.parts[0].text[2:].rstrip("=")
+        for value in args
+        if isinstance(value, Join) and isinstance(value.parts[0], Lit)
+    }
+    step_options = [o for o in table if job_options.STEP in o.takes and o.name not in flagged]
+    both = [o.name for o in step_options if o.engines == job_options.BOTH]
+    local = [o.name for o in step_options if o.engines == job_options.LOCAL_ONLY]
     return Step(
         name=name,
         description=description,
         image=image,
         module=f"elasticdl.steps.{name}",
-        args=args,
+        args=(*args, *_passed(*both)),
         argo_args=argo_args,
         local_args=_passed(*local),
         after=after,
@@ -326,8 +337,8 @@ def train_pipeline() -> Pipeline:
         ),
         *_common_params(),
         *_kubernetes_params(with_ps=True),
-        *_local_params(train),
     )
+    params += _other_params(train, params)
     steps = (
         Step(
             name="build-image",
@@ -497,8 +508,8 @@ def predict_pipeline() -> Pipeline:
         ),
         *_common_params(),
         *_kubernetes_params(with_ps=False),
-        *_local_params(predict),
     )
+    params += _other_params(predict, params)
     steps = (
         _runtime(
             "sql-to-recordio",

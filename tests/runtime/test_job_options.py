@@ -197,3 +197,18 @@ def test_the_step_parser_reads_what_the_local_engine_passes(tmp_path):
     argv = run.step("train").argv
     args = step_parser(pipeline.step("train")).parse_args(argv)
     assert args.loss is None and args.use_async is None and args.task_timeout_floor_s == 300.0
+
+
+def test_an_option_for_both_engines_reaches_the_argo_step_too(monkeypatch):
+    """One line in the spec: the pipeline gets the parameter and the job step the flag."""
+    new = spec.Option("warmup_steps", "Steps of LR warm-up", int, 0, minimum=0, engines=spec.BOTH)
+    monkeypatch.setattr(spec, "TRAIN", (*spec.TRAIN, new))
+    pipeline = train_pipeline()
+    assert pipeline.param("warmup_steps").description == "Steps of LR warm-up"
+    for engine in (Engine.LOCAL, Engine.ARGO):
+        assert "warmup_steps" in {p.name for p in pipeline.params_on(engine)}
+        step = pipeline.step("train")
+        argv = [getattr(getattr(v, "parts", [v])[0], "text", "") for v in step.argv_args(engine)]
+        assert argv.count("--warmup_steps=") == 1
+    args = step_parser(pipeline.step("train")).parse_args(["--model_def=m", "--output=o"])
+    assert args.warmup_steps == 0

@@ -31,6 +31,7 @@ import os
 import sys
 from typing import Any
 
+from elasticdl.workflows.steps import Engine
 from elasticdl.workflows.submit import (
     ArgoError,
     ArgoWaitTimeout,
@@ -139,8 +140,7 @@ def add_argo_arguments(parser: argparse.ArgumentParser, job: str = "train") -> N
         help=f"wait for a slot of the semaphore in ConfigMap {SEMAPHORE[0]} "
         "(see elasticdl render install --max_concurrent_jobs)",
     )
-    spec = pipeline(job)
-    for param in spec.params:
+    for param in pipeline(job).params_on(Engine.ARGO):
         if f"--{param.name}" in parser._option_string_actions:
             continue
         add_param_argument(argo, param, "; Argo only")
@@ -208,7 +208,7 @@ def pipeline_values(args: argparse.Namespace, job: str) -> dict[str, str]:
     dest_of = {opt: a.dest for a in parser._actions for opt in a.option_strings}
     values: dict[str, str] = {}
     mapped = set()
-    for param in pipeline(job).params:
+    for param in pipeline(job).params_on(Engine.ARGO):
         dest = dest_of[f"--{param.name}"]
         mapped.add(dest)
         value = getattr(args, dest, None)
@@ -232,25 +232,15 @@ def pipeline_values(args: argparse.Namespace, job: str) -> dict[str, str]:
 def build_workflow(args: argparse.Namespace, job: str) -> dict[str, Any]:
     """The Workflow (a dict) for the parsed flags: `elasticdl render`'s, validated, with
     --job_name as generateName prefix; ValueError (one line) on bad input."""
-    from elasticdl.workflows.argo import ArgoOptions
+    from elasticdl.render_command import argo_options
     from elasticdl.workflows.lint import lint_documents
     from elasticdl.workflows.render import SEMAPHORE, render_objects
     from elasticdl.workflows.submit import check_namespace
 
     namespace = check_namespace(getattr(args, "namespace", None) or DEFAULT_NAMESPACE)
     values = pipeline_values(args, job)
-    options = ArgoOptions(
-        argo_version=args.argo_version,
-        namespace=namespace,
-        service_account=args.service_account,
-        deadline_seconds=args.deadline_seconds,
-        job_deadline_seconds=args.job_deadline_seconds,
-        retry_limit=args.retry_limit,
-        master_cpu=args.master_cpu,
-        master_memory=args.master_memory,
-        semaphore=SEMAPHORE if args.semaphore else None,
-        output_artifact=not args.no_output_artifact,
-    )
+    semaphore = SEMAPHORE if args.semaphore else None
+    options = argo_options(args, semaphore, namespace=namespace)
     (workflow,) = render_objects(job, values, kind="workflow", options=options)
     job_name = getattr(args, "job_name", "") or ""
     if job_name:

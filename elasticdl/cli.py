@@ -76,6 +76,7 @@ def _add_data_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _add_zoo_commands(commands: argparse._SubParsersAction) -> None:
+    from elasticdl.runtime import job_options
     from elasticdl.zoo_commands import add_zoo_init_and_package
 
     zoo = commands.add_parser(
@@ -83,15 +84,9 @@ def _add_zoo_commands(commands: argparse._SubParsersAction) -> None:
     )
     sub = zoo.add_subparsers(dest="zoo_command", required=True, metavar="ZOO_COMMAND")
     show = sub.add_parser("show", help="resolve a model definition and show its pieces")
-    show.add_argument("--model_zoo", default=None, help="directory or git URL (default: built-in)")
-    show.add_argument(
-        "--model_def", required=True, help="e.g. mnist.mnist_functional_api.custom_model"
-    )
-    show.add_argument("--params", default="", help='e.g. "hidden_units=[10, 20], lr=0.01"')
-    show.add_argument("--dataset_fn", "--input_fn", dest="dataset_fn", default=None)
-    show.add_argument("--loss", default=None)
-    show.add_argument("--optimizer", default=None)
-    show.add_argument("--eval_metrics_fn", default=None)
+    model = ("model_zoo", "model_def", "params", "dataset_fn", "loss", "optimizer")
+    model_options = job_options.pick(job_options.TRAIN, *model, "eval_metrics_fn")
+    job_options.add_arguments(show, model_options, job_options.CLI)
     add_zoo_init_and_package(sub)
 
 
@@ -120,12 +115,6 @@ def _add_inference_commands(commands: argparse._SubParsersAction) -> None:
         "one output part per range; every input record yields exactly one output row.",
     )
     add_inference_arguments(predict, "predict")
-    predict.add_argument(
-        "--engine",
-        default="local",
-        choices=["local", "argo"],
-        help="local: this machine; argo: submit the pipeline to --argo_server",
-    )
     from elasticdl.argo_engine import add_argo_arguments
 
     add_argo_arguments(predict, "predict")

@@ -1,5 +1,9 @@
 """`elasticdl predict` / `elasticdl evaluate` flags and `elasticdl.predict(...)` /
-`elasticdl.evaluate(...)`: one parser each, shared by the CLI and the Python API (as for train).
+`elasticdl.evaluate(...)`: one parser each from the option spec (runtime/job_options.py),
+shared by the CLI and the Python API (as for train).
+
+Prediction runs the predict pipeline on the local engine; evaluation has no pipeline and runs
+its job directly (converting `--sql` rows first).
 """
 
 from __future__ import annotations
@@ -7,105 +11,50 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from elasticdl.runtime.master.inference_job import InferenceOptions
+from elasticdl.runtime import job_options
+from elasticdl.runtime.master.options import inference_options_from_kwargs
+
+__all__ = [
+    "add_inference_arguments",
+    "inference_options_from_kwargs",
+    "namespace_from_kwargs",
+    "options_from_kwargs",
+    "run_inference",
+]
 
 
 def add_inference_arguments(parser: argparse.ArgumentParser, job_type: str) -> None:
-    parser.add_argument("--data", default=None, help="RecordIO files: path, glob, directory or URL")
-    from elasticdl.sql_input import add_sql_arguments
-
-    add_sql_arguments(parser, label=False)
-    parser.add_argument(
-        "--trained_model", required=True, help="the --output of a training job (URL)"
-    )
-    if job_type == "predict":
-        parser.add_argument(
-            "--output", default="", help="new directory (URL) for the prediction parts"
-        )
-        parser.add_argument("--output_format", default="recordio", choices=["recordio", "csv"])
-        parser.add_argument(
-            "--keep_columns",
-            default="",
-            help="input columns copied into each output row (default: id and *_id columns)",
-        )
-    parser.add_argument(
-        "--model_zoo", default=None, help="zoo to rebuild the model from (default: the model's)"
-    )
-    parser.add_argument("--num_workers", type=int, default=2)
-    parser.add_argument("--minibatch_size", type=int, default=256)
-    parser.add_argument("--records_per_task", type=int, default=1024)
-    parser.add_argument("--max_worker_relaunches", type=int, default=3)
-    parser.add_argument("--max_task_retries", type=int, default=3)
-    parser.add_argument(
-        "--task_timeout_floor",
-        dest="task_timeout_floor_s",
-        type=float,
-        default=300.0,
-        help="seconds a task may take before its worker counts as hung",
-    )
-    parser.add_argument("--master_port", type=int, default=0, help="0: any free port")
-    parser.add_argument("--chaos", default="", help="scripted failures, e.g. worker1:kill@tasks=2")
-    parser.add_argument("--intra_op_threads", type=int, default=0)
-    parser.add_argument("--job_name", default="")
-    parser.add_argument("--log_dir", default="", help="job logs (default: a new temp directory)")
-
-
-def options_from_namespace(args: argparse.Namespace, job_type: str) -> InferenceOptions:
-    return InferenceOptions(
-        data=args.data,
-        trained_model=args.trained_model,
-        job_type=job_type,
-        output=getattr(args, "output", ""),
-        output_format=getattr(args, "output_format", "recordio"),
-        keep_columns=getattr(args, "keep_columns", ""),
-        model_zoo=args.model_zoo,
-        num_workers=args.num_workers,
-        minibatch_size=args.minibatch_size,
-        records_per_task=args.records_per_task,
-        max_worker_relaunches=args.max_worker_relaunches,
-        max_task_retries=args.max_task_retries,
-        task_timeout_floor_s=args.task_timeout_floor_s,
-        master_port=args.master_port,
-        chaos=args.chaos,
-        intra_op_threads=args.intra_op_threads,
-        job_name=args.job_name,
-        log_dir=args.log_dir,
-    )
+    job_options.add_arguments(parser, job_options.JOBS[job_type], job_options.CLI)
 
 
 def namespace_from_kwargs(job_type: str, **kwargs: Any) -> argparse.Namespace:
     """Parsed flags from keyword arguments named like the CLI flags."""
-
-    class _RaisingParser(argparse.ArgumentParser):
-        def error(self, message: str) -> None:  # type: ignore[override]
-            raise ValueError(f"elasticdl.{job_type}: {message}")
-
-    parser = _RaisingParser(prog=f"elasticdl.{job_type}")
-    add_inference_arguments(parser, job_type)
-    argv: list[str] = []
-    for name, value in kwargs.items():
-        if value is not None:
-            argv += [f"--{name}", str(value)]
-    return parser.parse_args(argv)
+    table = job_options.JOBS[job_type]
+    return job_options.parse_kwargs(f"elasticdl.{job_type}", table, job_options.CLI, kwargs)
 
 
-def options_from_kwargs(job_type: str, **kwargs: Any) -> InferenceOptions:
+def options_from_kwargs(job_type: str, **kwargs: Any) -> Any:
     """InferenceOptions from keyword arguments named like the CLI flags."""
-    return options_from_namespace(namespace_from_kwargs(job_type, **kwargs), job_type)
+    return inference_options_from_kwargs(job_type, **kwargs)
 
 
 def run_inference(args: argparse.Namespace, job_type: str) -> Any:
-    """Run a prediction or evaluation job for parsed flags, converting `--sql` rows first."""
+    """Run a prediction (the predict pipeline, locally) or an evaluation job for parsed
+    flags; an InferenceResult."""
     import dataclasses
 
     from elasticdl.runtime.master.inference_job import InferenceJob
+    from elasticdl.runtime.master.options import InferenceOptions
     from elasticdl.sql_input import check_data_source, converted
 
+    options = InferenceOptions(**job_options.copy_fields(InferenceOptions, args), job_type=job_type)
+    if job_type == "predict":
+        from elasticdl.local_engine import run_pipeline
+
+        return run_pipeline("predict", args, options)
     check_data_source(args.data, args.sql, args.db)
     if not args.sql:
-        return InferenceJob(options_from_namespace(args, job_type)).run()
-    # Evaluation needs the label (the last column); prediction data has none.
-    label = "" if job_type == "evaluate" else None
-    with converted(args.sql, args.db, label=label) as data:
-        options = dataclasses.replace(options_from_namespace(args, job_type), data=data)
         return InferenceJob(options).run()
+    # Evaluation needs the label (the last column).
+    with converted(args.sql, args.db, label="") as data:
+        return InferenceJob(dataclasses.replace(options, data=data)).run()

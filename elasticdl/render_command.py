@@ -53,6 +53,7 @@ def add_render_command(commands: argparse._SubParsersAction) -> None:
     """Add `render train|predict|install` to the `elasticdl` subcommands."""
     from elasticdl.workflows.definitions import PIPELINES, pipeline
     from elasticdl.workflows.render import KINDS, SEMAPHORE
+    from elasticdl.workflows.steps import Engine
 
     render = commands.add_parser(
         "render",
@@ -69,7 +70,7 @@ def add_render_command(commands: argparse._SubParsersAction) -> None:
             description=f"{spec.description}. Job flags set the pipeline's parameters.",
         )
         job = parser.add_argument_group("job flags (pipeline parameters)")
-        for param in spec.params:
+        for param in spec.params_on(Engine.ARGO):
             add_param_argument(job, param)
         out = parser.add_argument_group("what to print")
         out.add_argument("--kind", default="workflow", choices=KINDS)
@@ -125,21 +126,15 @@ def add_lint_command(commands: argparse._SubParsersAction) -> None:
     lint.add_argument("--kubernetes_version", default=KUBERNETES_VERSION)
 
 
-def _options(args: argparse.Namespace, semaphore: Any = None) -> Any:
+def argo_options(args: argparse.Namespace, semaphore: Any = None, **overrides: Any) -> Any:
+    """The render-time settings the flags give (`add_workflow_settings`, --argo_version,
+    --namespace) as ArgoOptions, with `semaphore` and `overrides`."""
+    from elasticdl.runtime.job_options import copy_fields
     from elasticdl.workflows.argo import ArgoOptions
 
-    return ArgoOptions(
-        argo_version=args.argo_version,
-        namespace=args.namespace,
-        service_account=args.service_account,
-        deadline_seconds=args.deadline_seconds,
-        job_deadline_seconds=args.job_deadline_seconds,
-        retry_limit=args.retry_limit,
-        master_cpu=args.master_cpu,
-        master_memory=args.master_memory,
-        semaphore=semaphore,
-        output_artifact=not args.no_output_artifact,
-    )
+    output_artifact = not args.no_output_artifact
+    fields = copy_fields(ArgoOptions, args, semaphore=semaphore, output_artifact=output_artifact)
+    return ArgoOptions(**{**fields, **overrides})
 
 
 def render(args: argparse.Namespace) -> str:
@@ -147,12 +142,13 @@ def render(args: argparse.Namespace) -> str:
     from elasticdl.workflows.argo import Schedule
     from elasticdl.workflows.definitions import pipeline
     from elasticdl.workflows.render import SEMAPHORE, install_objects, render_objects, to_yaml
+    from elasticdl.workflows.steps import Engine
 
     if args.render_what == "install":
-        objects = install_objects(_options(args), args.max_concurrent_jobs)
+        objects = install_objects(argo_options(args), args.max_concurrent_jobs)
         return to_yaml(_validated(objects, args.argo_version))
     spec = pipeline(args.render_what)
-    values = {p.name: getattr(args, p.name) for p in spec.params}
+    values = {p.name: getattr(args, p.name) for p in spec.params_on(Engine.ARGO)}
     schedule = None
     if args.kind == "cron":
         schedule = Schedule(
@@ -164,7 +160,7 @@ def render(args: argparse.Namespace) -> str:
         _check_timezone(args.timezone)
     elif args.schedule:
         raise ValueError("--schedule applies to --kind cron only")
-    options = _options(args, SEMAPHORE if args.semaphore else None)
+    options = argo_options(args, SEMAPHORE if args.semaphore else None)
     objects = render_objects(
         args.render_what, values, kind=args.kind, options=options, schedule=schedule
     )

@@ -33,13 +33,13 @@ def statement_argv(
     """("train" | "predict", the equivalent command-line flags) for a statement."""
     statement = parse_statement(statement_text)
     if isinstance(statement, TrainStatement):
-        params, train, engine = statement.split_with()
+        params, train, job = statement.split_with()
         if "validation_select" in train:
             raise StatementError(
                 "train.validation.select is not supported with --engine argo yet; convert the "
                 "validation rows with `elasticdl data convert` and pass --validation_data"
             )
-        engine.pop("engine", None)
+        job.pop("engine", None)  # WITH engine.engine: this is --engine argo
         if statement.label is not None:
             label = split_identifier(statement.label)[-1]
         else:
@@ -61,7 +61,7 @@ def statement_argv(
         ]
         if params:
             argv += ["--params", params_text(params)]
-        for name, value in {**train, **engine}.items():
+        for name, value in {**train, **job}.items():
             argv += [f"--{name}", str(value).lower() if isinstance(value, bool) else str(value)]
         return "train", argv
     argv = [

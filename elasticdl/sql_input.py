@@ -1,26 +1,16 @@
-"""`--sql` and `--db` in place of `--data` for `elasticdl train` and `elasticdl predict`.
+"""`--sql` and `--db` in place of `--data` for `elasticdl evaluate` (train and predict run
+their pipelines, whose `sql-to-recordio` step does this).
 
-The query runs first as the `sql-to-recordio` step, into a temporary directory that lives as
-long as the job; the job then reads the converted RecordIO (and its schema.json) as `--data`.
+The query is converted first, into a temporary directory that lives as long as the job; the
+job then reads the converted RecordIO (and its schema.json) as `--data`.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
-
-
-def add_sql_arguments(parser: argparse.ArgumentParser, label: bool) -> None:
-    group = parser.add_argument_group("SQL input (instead of --data)")
-    group.add_argument("--sql", default="", help='a SELECT whose rows are the data: "SELECT ..."')
-    group.add_argument("--db", default="", help="SQLAlchemy URL of the database for --sql")
-    if label:
-        group.add_argument(
-            "--label", default="", help="with --sql: the label column (default: the last one)"
-        )
 
 
 def check_data_source(data: str | None, sql: str, db: str) -> None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from elasticdl.runtime import job_options
 
 GRPC_MAX_MESSAGE_BYTES = 1 << 30
 GRPC_OPTIONS = [
@@ -20,48 +21,50 @@ GRPC_OPTIONS = [
 ]
 
 
-@dataclass(frozen=True)
-class JobConfig:
-    """The job-wide settings shared by master, parameter servers and workers."""
+_RESOLVED_DEFAULTS = {
+    # What the master resolves before it writes the config (None in the flags means "the
+    # model's own function" or "decided from another flag").
+    "dataset_fn": "",
+    "loss": "",
+    "optimizer": "",
+    "eval_metrics_fn": "",
+    "use_async": True,
+    "grads_to_wait": 1,
+    "num_workers": 1,
+    "trained_model": "",
+}
 
-    job_name: str
-    model_def: str
-    model_zoo_root: str
-    model_zoo: str = "builtin"
-    model_zoo_commit: str = ""
-    params: str = ""
-    dataset_fn: str = ""
-    loss: str = ""
-    optimizer: str = ""
-    eval_metrics_fn: str = ""
-    minibatch_size: int = 64
-    num_epochs: int = 1
-    records_per_task: int = 1024
-    num_workers: int = 1
-    num_ps: int = 1
-    use_async: bool = True
-    grads_to_wait: int = 1
-    lr_staleness_modulation: bool = False
-    seed: int = 0
-    shuffle: bool = True
-    intra_op_threads: int = 0
-    """TensorFlow intra-op threads per worker/PS process; 0 lets TensorFlow choose."""
-    checkpoint_dir: str = ""
-    """Where PS shards write checkpoints (fsspec URL); empty: no checkpoints."""
-    checkpoint_steps: int = 0
-    """Write a checkpoint every N model versions (0: never)."""
-    keep_checkpoint_max: int = 3
-    checkpoint_dir_for_init: str = ""
-    """Restore parameters and optimizer state from the latest valid checkpoint here."""
-    job_type: str = "train"
-    """train, predict or evaluate; predict and evaluate jobs have no parameter servers."""
-    trained_model: str = ""
-    """predict/evaluate: the model directory (URL) workers load the parameters from."""
-    prediction_dir: str = ""
-    """predict: where workers write output parts (URL); the master publishes it."""
-    output_format: str = "recordio"
-    keep_columns: tuple[str, ...] = ()
-    """predict: input columns copied into each output row."""
+
+@job_options.options_class(
+    [
+        dataclasses.replace(o, default=_RESOLVED_DEFAULTS.get(o.dest, o.default))
+        for o in job_options.config_options()
+    ],
+    surface=job_options.CONFIG,
+    positional=("job_name", "model_def", "model_zoo_root"),
+    extra=(
+        ("model_zoo_root", str, ""),
+        ("model_zoo", str, "builtin"),
+        ("model_zoo_commit", str, ""),
+        ("job_type", str, "train"),
+        ("prediction_dir", str, ""),
+        ("keep_columns", tuple, ()),
+    ),
+    frozen=True,
+)
+class JobConfig:
+    """The job-wide settings shared by master, parameter servers and workers: the options
+    marked CONFIG in `runtime/job_options.py` (`checkpoint_dir` resolved: empty means no
+    checkpoints), plus what the master resolves: the zoo (`model_zoo_root`, its URL and
+    commit), `job_type` (train, predict or evaluate; predict and evaluate jobs have no PS),
+    `prediction_dir` (predict: where workers write their parts) and `keep_columns` (predict:
+    input columns copied into each output row). `JobConfig.from_options(options, ...)`
+    copies the fields an options object shares with it."""
+
+    @classmethod
+    def from_options(cls, options: Any, **resolved: Any) -> JobConfig:
+        """The config from a job's options (fields of the same name), then `resolved`."""
+        return cls(**job_options.copy_fields(cls, options, **resolved))
 
     def load_spec(self) -> Any:
         """Resolve the model spec from the zoo root (no clone: the master did it)."""

@@ -33,9 +33,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from elasticdl.runtime import job_options
+
 if TYPE_CHECKING:
     from elasticdl.runtime.k8s.options import KubernetesOptions, ManagerFactory
-    from elasticdl.runtime.master.inference_job import InferenceOptions, InferenceResult
+    from elasticdl.runtime.master.inference_job import InferenceResult
+    from elasticdl.runtime.master.options import InferenceOptions
 
 log = logging.getLogger("elasticdl.steps.predict")
 
@@ -43,18 +46,11 @@ ALL_COLUMNS = "*"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from elasticdl.predict_command import add_inference_arguments
-    from elasticdl.steps.train import INSTANCE_MANAGERS
-
-    add_inference_arguments(parser, "predict")
-    parser.add_argument(
-        "--instance_manager",
-        default="local",
-        choices=INSTANCE_MANAGERS,
-        help="local: worker processes beside the master; kubernetes: one pod each",
-    )
+    """The step's flags: the predict options the step takes (runtime/job_options.py), then
+    the Kubernetes ones (runtime/k8s/options.py)."""
     from elasticdl.runtime.k8s.options import add_arguments as add_kubernetes_arguments
 
+    job_options.add_arguments(parser, job_options.PREDICT, job_options.STEP)
     add_kubernetes_arguments(parser)
 
 
@@ -79,9 +75,7 @@ def run(
 ) -> InferenceResult:
     """Run the prediction job; ValueError (one clear message) for bad input, before anything
     starts. `kubernetes`: the Kubernetes flags (with --instance_manager kubernetes)."""
-    from elasticdl.steps.train import INSTANCE_MANAGERS
-
-    if instance_manager not in INSTANCE_MANAGERS:
+    if instance_manager not in job_options.INSTANCE_MANAGER.choices:
         raise ValueError(f"--instance_manager {instance_manager!r}: expected local or kubernetes")
     factory: ManagerFactory | None = None  # None: local worker processes
     if instance_manager == "kubernetes":
@@ -106,11 +100,11 @@ def run(
 
 
 def run_from_args(args: argparse.Namespace) -> InferenceResult:
-    from elasticdl.predict_command import options_from_namespace
     from elasticdl.runtime.k8s.options import KubernetesOptions
+    from elasticdl.runtime.master.options import InferenceOptions
 
     return run(
-        options_from_namespace(args, "predict"),
+        InferenceOptions(**job_options.copy_fields(InferenceOptions, args)),
         args.instance_manager,
         kubernetes=KubernetesOptions.from_namespace(args),
     )

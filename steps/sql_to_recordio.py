@@ -1,7 +1,7 @@
 """Pipeline step `sql-to-recordio`: the rows of a SELECT as RecordIO files plus schema.json.
 
     python -m elasticdl.steps.sql_to_recordio --db URL --sql "SELECT ..." --output URL \\
-        [--records_per_file N] [--label COL] [--on_null error|skip|fill:VALUE]
+        [--records_per_file N] [--label COL] [--label_last true] [--on_null error|skip|fill:VALUE]
 
 The same flags as `elasticdl data convert`; `run(...)` is what the local engine calls. Exit
 status 2 with one line on stderr for bad input (the URL's password never appears).
@@ -21,7 +21,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sql", required=True, help='the query, e.g. "SELECT a, b FROM t"')
     parser.add_argument("--output", required=True, help="new directory (URL) for the files")
     parser.add_argument("--records_per_file", type=int, default=100_000)
-    parser.add_argument("--label", default=None, help="the label column (recorded in schema)")
+    parser.add_argument(
+        "--label",
+        default=None,
+        type=lambda text: text or None,
+        help="the label column (recorded in schema)",
+    )
+    parser.add_argument(
+        "--label_last",
+        default="false",
+        choices=["false", "true"],
+        help="true: without --label, the last selected column is the label",
+    )
     parser.add_argument(
         "--on_null", default="error", help="error (default), skip, or fill:VALUE (e.g. fill:0)"
     )
@@ -34,13 +45,30 @@ def run(
     records_per_file: int = 100_000,
     label: str | None = None,
     on_null: str = "error",
+    label_last: bool = False,
 ) -> ConversionResult:
     """Convert; raise ConversionError (a ValueError) with one clear message on bad input."""
-    return convert(db, sql, output, records_per_file=records_per_file, label=label, on_null=on_null)
+    return convert(
+        db,
+        sql,
+        output,
+        records_per_file=records_per_file,
+        label=label,
+        on_null=on_null,
+        label_last=label_last,
+    )
 
 
 def run_from_args(args: argparse.Namespace) -> ConversionResult:
-    return run(args.db, args.sql, args.output, args.records_per_file, args.label, args.on_null)
+    return run(
+        args.db,
+        args.sql,
+        args.output,
+        args.records_per_file,
+        args.label,
+        args.on_null,
+        label_last=args.label_last == "true",
+    )
 
 
 def _finish(args: argparse.Namespace, result: ConversionResult) -> int:

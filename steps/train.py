@@ -5,7 +5,7 @@
         [--init_from_latest gs://b/models/LATEST] [every `elasticdl train` flag] \\
         [the Kubernetes flags: --pod_image, --worker_resource_request, --node_selector, ...]
 
-The flags are `elasticdl train`'s (the same parser) plus:
+The flags are `elasticdl train`'s (the same option spec, runtime/job_options.py) plus:
 
 * `--instance_manager`: where the master starts its parameter servers and workers. `local`
   (the default here, and what the local engine passes) starts them as processes next to the
@@ -41,41 +41,22 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from elasticdl.runtime import job_options
+
 if TYPE_CHECKING:
     from elasticdl.runtime.master.job import JobResult
     from elasticdl.runtime.master.options import TrainOptions
 
 log = logging.getLogger("elasticdl.steps.train")
 
-INSTANCE_MANAGERS = ("local", "kubernetes")
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from elasticdl.train_command import add_train_arguments
-
-    add_train_arguments(parser)
-    step = parser.add_argument_group("pipeline step")
-    step.add_argument(
-        "--instance_manager",
-        default="local",
-        choices=INSTANCE_MANAGERS,
-        help="local: worker processes beside the master; kubernetes: one pod each",
-    )
+    """The step's flags: the train options the step takes (runtime/job_options.py), then the
+    Kubernetes ones (runtime/k8s/options.py)."""
     from elasticdl.runtime.k8s.options import add_arguments as add_kubernetes_arguments
 
+    job_options.add_arguments(parser, job_options.TRAIN, job_options.STEP)
     add_kubernetes_arguments(parser)
-    step.add_argument(
-        "--init_from_latest",
-        default="",
-        help="a LATEST pointer URL: start from the checkpoints of the model it names",
-    )
-    step.add_argument(
-        "--resume",
-        default="false",
-        choices=["false", "true"],
-        help="true: if --output holds only the checkpoints of an interrupted attempt (a pod "
-        "killed mid-job and retried), continue from them",
-    )
 
 
 def checkpoint_dir_from_latest(latest_url: str) -> str:
@@ -128,7 +109,7 @@ def run(
 
     `resume`: a retried attempt continues from the checkpoints the interrupted one left in
     --output (before --init_from_latest, which only seeds the first attempt)."""
-    if instance_manager not in INSTANCE_MANAGERS:
+    if instance_manager not in job_options.INSTANCE_MANAGER.choices:
         raise ValueError(f"--instance_manager {instance_manager!r}: expected local or kubernetes")
     if init_from_latest and options.checkpoint_dir_for_init:
         raise ValueError("give --init_from_latest or --checkpoint_dir_for_init, not both")
@@ -165,21 +146,16 @@ def run(
 
 
 def run_from_args(args: argparse.Namespace) -> JobResult:
-    from elasticdl.train_command import options_from_namespace
+    from elasticdl.runtime.k8s.options import KubernetesOptions
+    from elasticdl.runtime.master.options import TrainOptions
 
     return run(
-        options_from_namespace(args),
+        TrainOptions(**job_options.copy_fields(TrainOptions, args)),
         args.instance_manager,
         args.init_from_latest,
         resume=args.resume == "true",
-        kubernetes=_kubernetes_options(args),
+        kubernetes=KubernetesOptions.from_namespace(args),
     )
-
-
-def _kubernetes_options(args: argparse.Namespace) -> Any:
-    from elasticdl.runtime.k8s.options import KubernetesOptions
-
-    return KubernetesOptions.from_namespace(args)
 
 
 def _finish(args: argparse.Namespace, result: JobResult) -> int:

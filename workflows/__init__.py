@@ -5,7 +5,6 @@
 * `local`: `run_local(pipeline, values)` runs a definition on this machine;
 * `argo`: the same definition as hera objects (Workflow, WorkflowTemplate, CronWorkflow);
 * `render`, `rbac`: YAML for `argo submit` and `kubectl apply`;
-* `cleanup`: the Argo exit step, deleting what an elastic job's master left on the cluster;
 * `schema`, `lint`: offline validation against the Argo CRD schemas plus a semantic lint.
 """
 

@@ -253,7 +253,7 @@ def arguments(
 
     `for_ui` (templates) adds each parameter's description and enum."""
     result = []
-    for param in pipeline.params:
+    for param in pipeline.params_on(Engine.ARGO):
         if only_given and param.name not in values:
             continue
         kwargs: dict = {"name": param.name}

@@ -14,7 +14,7 @@ Predict::
         -> predict (in that image)
             -> write-back (only with --output_table: the predictions into a SQL table)
 
-Both end (on Argo, whatever happened) with `cleanup` (`workflows/cleanup.py`), which deletes
+Both end (on Argo, whatever happened) with `cleanup` (`steps/cleanup.py`), which deletes
 the job's leftover pods, Services and ConfigMap by the `elasticdl-job-name` label the master
 gave them.
 
@@ -32,6 +32,12 @@ in the master's pod: a small job, or a cluster without the Role). The local engi
 cluster: there `local` is the default and `kubernetes` is refused with one line, and the
 Kubernetes parameters are neither needed nor passed.
 
+Parameters that are job options (model, data, sizes, checkpoints...) come from the option spec
+(`runtime/job_options.py`, `PipelineParam.of`): one declaration gives the flag, the dataclass
+field and the parameter's description, default and enum. Job options the Argo templates do not
+show (--chaos, --seed, --loss, ...) are parameters of the local engine only, passed to the job
+step as `local_args`, so `elasticdl train|predict` run these definitions locally too.
+
 Where each run writes: with `--versioned true` (what a CronWorkflow uses) the model goes to
 `OUTPUT/runs/<run name>` and `OUTPUT/LATEST` names it once it is published, so a run never
 overwrites an earlier model and a failed run never becomes the latest; `--warm_start true`
@@ -42,17 +48,13 @@ predictions on their way to a table) goes under `WORK_DIR/<run name>/`. Data is 
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from elasticdl import __version__
+from elasticdl.runtime import job_options
 from elasticdl.runtime.k8s import manifests
-from elasticdl.runtime.k8s.options import (
-    DEFAULT_PS_REQUEST,
-    DEFAULT_WORKER_REQUEST,
-    KubernetesOptions,
-)
+from elasticdl.runtime.k8s.options import KUBERNETES, KubernetesOptions
 from elasticdl.workflows.parameters import Check, PipelineParam, Rule
 from elasticdl.workflows.pipeline import Pipeline
 from elasticdl.workflows.steps import (
@@ -87,22 +89,11 @@ JOB_LABEL = manifests.LABEL_JOB
 DEFAULT_ELASTICDL_IMAGE = f"elasticdl/elasticdl:{__version__}"
 DEFAULT_KANIKO_IMAGE = "gcr.io/kaniko-project/executor:v1.23.2"
 BOOL = ("false", "true")
-INSTANCE_MANAGERS = ("local", "kubernetes")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
 def _common_params() -> tuple[PipelineParam, ...]:
     return (
-        PipelineParam(
-            "instance_manager",
-            "Where the master starts parameter servers and workers: kubernetes (a pod each, "
-            "created through the Kubernetes API and relaunched when preempted; the default on "
-            "Argo) or local (processes in the master's pod; the only choice on the local "
-            "engine, which runs them on this machine)",
-            default="kubernetes",
-            enum=INSTANCE_MANAGERS,
-            local_default="local",
-        ),
+        PipelineParam.of(job_options.INSTANCE_MANAGER),
         PipelineParam(
             "work_dir",
             "Directory URL for intermediate data of each run (converted SQL rows, "
@@ -117,20 +108,57 @@ def _common_params() -> tuple[PipelineParam, ...]:
     )
 
 
-def _sql_params(with_label: bool) -> tuple[PipelineParam, ...]:
-    params = (
-        PipelineParam(
-            "sql",
-            "A SELECT whose rows are the input (instead of --data); needs --db and --work_dir",
-        ),
-        PipelineParam(
-            "db",
-            "SQLAlchemy URL of the database --sql reads, e.g. postgresql+psycopg://u:pw@host/db",
-        ),
+def _job_params(table: tuple[job_options.Option, ...], *names: str) -> tuple[PipelineParam, ...]:
+    """The job options called `names`, as pipeline parameters (runtime/job_options.py)."""
+    return tuple(PipelineParam.of(o) for o in job_options.pick(table, *names))
+
+
+def _other_params(
+    table: tuple[job_options.Option, ...], placed: tuple[PipelineParam, ...]
+) -> tuple[PipelineParam, ...]:
+    """Every other job option that is a parameter on some engine, after those `placed` by
+    name: the local-only ones (Argo's templates do not show them) and any option added to
+    the spec for both engines without a place of its own here yet."""
+    names = {p.name for p in placed}
+    return tuple(PipelineParam.of(o) for o in table if o.engines and o.name not in names)
+
+
+def _passed(*names: str) -> tuple[Value, ...]:
+    """`--name=<parameter name>` for each name: a parameter the step takes as it is."""
+    return tuple(flag(name, Param(name)) for name in names)
+
+
+def _job_step(
+    name: str,
+    description: str,
+    image: Value,
+    args: tuple[Value, ...],
+    table: tuple[job_options.Option, ...],
+    argo_args: tuple[Value, ...],
+    after: tuple[str, ...],
+) -> Step:
+    """The elastic job's master (`python -m elasticdl.steps.<name>`): `args` on both engines
+    (then any other option of `table` the step takes on both: `--x=<parameter x>`), plus the
+    Kubernetes flags on Argo and the local-only job options of `table` here."""
+    flagged = {
+        value.parts[0].text[2:].rstrip("=")
+        for value in args
+        if isinstance(value, Join) and isinstance(value.parts[0], Lit)
+    }
+    step_options = [o for o in table if job_options.STEP in o.takes and o.name not in flagged]
+    both = [o.name for o in step_options if o.engines == job_options.BOTH]
+    local = [o.name for o in step_options if o.engines == job_options.LOCAL_ONLY]
+    return Step(
+        name=name,
+        description=description,
+        image=image,
+        module=f"elasticdl.steps.{name}",
+        args=(*args, *_passed(*both)),
+        argo_args=argo_args,
+        local_args=_passed(*local),
+        after=after,
+        long_running=True,
     )
-    if with_label:
-        params += (PipelineParam("label", "The label column of the --sql rows"),)
-    return params
 
 
 def _input_checks(*sql_checks: Check) -> tuple[Check, ...]:
@@ -155,7 +183,7 @@ def _cleanup() -> Step:
         description="Delete the job's leftover pods, Services and ConfigMap (by the label the "
         "master gave them), whatever happened",
         image=Param("elasticdl_image"),
-        module="elasticdl.workflows.cleanup",
+        module="elasticdl.steps.cleanup",
         args=(flag("job_name", RunName()), flag("namespace", Namespace())),
         engines=ARGO_ONLY,
     )
@@ -164,162 +192,40 @@ def _cleanup() -> Step:
 # -- the Kubernetes flags of the job step (runtime/k8s/options.py) -----------------------------
 
 
-def _checked(parse: Callable[[str], object]) -> Callable[[str], object]:
-    """A parameter check from a `manifests` parser (its ManifestError names the flag)."""
+def _kubernetes_options(with_ps: bool) -> tuple[job_options.Option, ...]:
+    """The Kubernetes flags that are (Argo-only) parameters; a predict job has no PS."""
+    return tuple(
+        o
+        for o in KUBERNETES
+        if o.engines == job_options.ARGO_ONLY and (with_ps or not o.name.startswith("ps_"))
+    )
 
-    def check(value: str) -> object:
-        return parse(value) if value.strip() else None
 
-    return check
-
-
-def _name_check(flag_name: str, what: str) -> Callable[[str], object]:
-    def check(value: str) -> None:
-        if value and not _DNS_SUBDOMAIN.match(value):
-            raise ValueError(
-                f"--{flag_name} {value!r}: not a {what} name (lowercase letters, digits, "
-                "'-' and '.')"
-            )
-
-    return check
+KUBERNETES_FLAGS = tuple(o.name for o in _kubernetes_options(with_ps=True))
+"""The master's Kubernetes flags that are pipeline parameters (runtime/k8s/options.py)."""
 
 
 def _kubernetes_params(with_ps: bool) -> tuple[PipelineParam, ...]:
     """The pods' settings: the Kubernetes flags the job step takes (Argo only)."""
-    resources = "cpu=1,memory=4096Mi[,gpu=1][,ephemeral-storage=10Gi]"
-    roles = (("worker", "each worker pod", DEFAULT_WORKER_REQUEST),)
-    if with_ps:
-        roles += (("ps", "each parameter-server pod", DEFAULT_PS_REQUEST),)
-    params: tuple[PipelineParam, ...] = ()
-    for role, pods, request in roles:
-        params += (
-            PipelineParam(
-                f"{role}_resource_request",
-                f"Resources {pods} requests: {resources}",
-                default=request,
-                argo_only=True,
-                validate=_checked(
-                    lambda v, r=role: manifests.parse_resources(v, f"--{r}_resource_request")
-                ),
-            ),
-            PipelineParam(
-                f"{role}_resource_limit",
-                f"Resource limits of {pods}, the same form; empty: the requests",
-                argo_only=True,
-                validate=_checked(
-                    lambda v, r=role: manifests.parse_resources(v, f"--{r}_resource_limit")
-                ),
-            ),
-        )
-    params += (
-        PipelineParam(
-            "worker_pod_priority",
-            "PriorityClass of the worker pods: CLASS, or CLASS=SHARE[,REST] (high=0.5: half "
-            "the workers high, the rest low); empty: the cluster's default",
-            argo_only=True,
-            validate=_checked(manifests.parse_worker_priority),
-        ),
-    )
-    if with_ps:
-        params += (
-            PipelineParam(
-                "ps_pod_priority",
-                "PriorityClass of the parameter-server pods; empty: the cluster's default",
-                argo_only=True,
-                validate=_name_check("ps_pod_priority", "PriorityClass"),
-            ),
-        )
-    params += (
-        PipelineParam(
-            "node_selector",
-            "Node labels the job's pods need: KEY=VALUE[,...], e.g. "
-            "cloud.google.com/gke-nodepool=ml",
-            argo_only=True,
-            validate=_checked(manifests.parse_node_selector),
-        ),
-        PipelineParam(
-            "tolerations",
-            "Taints the job's pods tolerate: KEY[=VALUE][:EFFECT][;...], e.g. "
-            "nvidia.com/gpu:NoSchedule",
-            argo_only=True,
-            validate=_checked(manifests.parse_tolerations),
-        ),
-        PipelineParam(
-            "volume",
-            "Volumes mounted in the job's pods: claim_name=C,mount_path=/p[;host_path=/h,"
-            "mount_path=/q,read_only=true;...] (also config_map, secret, empty_dir=true)",
-            argo_only=True,
-            validate=_checked(manifests.parse_volumes),
-        ),
-        PipelineParam(
-            "image_pull_secrets",
-            "Secrets for pulling the job image in the job's pods, comma-separated",
-            argo_only=True,
-            validate=_checked(manifests.parse_image_pull_secrets),
-        ),
-        PipelineParam(
-            "image_pull_policy",
-            "imagePullPolicy of the job's pods",
-            default=KubernetesOptions.image_pull_policy,
-            enum=("IfNotPresent", "Always", "Never"),
-            argo_only=True,
-        ),
-        PipelineParam(
-            "pod_service_account",
-            "ServiceAccount of the job's pods (e.g. one with access to the data); empty: the "
-            "namespace's default (the pods need no Kubernetes API access)",
-            argo_only=True,
-            validate=_name_check("pod_service_account", "ServiceAccount"),
-        ),
-        PipelineParam(
-            "termination_grace_period",
-            "Seconds a pod the master stops gets to finish (a worker, its minibatch) before "
-            "it is killed",
-            default=str(manifests.DEFAULT_GRACE_S),
-            kind="int",
-            minimum=0,
-            maximum=3600,
-            argo_only=True,
-        ),
-    )
-    return params
-
-
-KUBERNETES_FLAGS = (
-    # The master's Kubernetes flags (runtime/k8s/options.py) that are pipeline parameters.
-    "worker_resource_request",
-    "worker_resource_limit",
-    "ps_resource_request",
-    "ps_resource_limit",
-    "worker_pod_priority",
-    "ps_pod_priority",
-    "node_selector",
-    "tolerations",
-    "volume",
-    "image_pull_secrets",
-    "image_pull_policy",
-    "pod_service_account",
-    "termination_grace_period",
-)
+    return tuple(PipelineParam.of(o) for o in _kubernetes_options(with_ps))
 
 
 def _kubernetes_args(job_image: Value, with_ps: bool) -> tuple[Value, ...]:
     """The job step's Kubernetes flags (Argo only): the parameters above, the pods' image (the
     step's own) and namespace (the workflow's)."""
-    names = [n for n in KUBERNETES_FLAGS if with_ps or not n.startswith("ps_")]
     return (
         flag("pod_image", job_image),
         flag("pod_namespace", Namespace()),
-        *(flag(name, Param(name)) for name in names),
+        *(flag(o.name, Param(o.name)) for o in _kubernetes_options(with_ps)),
     )
 
 
 def _kubernetes_problem(values: Mapping[str, str]) -> str | None:
     """What the master would refuse before it starts (say, a limit below its request), with
     its own message: the flags through `KubernetesOptions.cluster_spec`."""
-    given: dict[str, Any] = {name: values[name] for name in KUBERNETES_FLAGS if name in values}
-    if "termination_grace_period" in given:
-        given["termination_grace_period"] = int(given["termination_grace_period"])
+    given: dict[str, Any] = {
+        o.name: o.convert(values[o.name]) for o in _kubernetes_options(True) if o.name in values
+    }
     try:
         KubernetesOptions(**given).cluster_spec(
             "check", "127.0.0.1:0", image="check", namespace="check", env={}
@@ -349,12 +255,8 @@ def _min_workers_problem(values: Mapping[str, str]) -> str | None:
 
 
 def _kubernetes_rule(with_ps: bool) -> Rule:
-    names = tuple(n for n in KUBERNETES_FLAGS if with_ps or not n.startswith("ps_"))
+    names = tuple(o.name for o in _kubernetes_options(with_ps))
     return Rule(names, _kubernetes_problem, engines=ARGO_ONLY)
-
-
-def _int(name: str, description: str, default: str, minimum: int) -> PipelineParam:
-    return PipelineParam(name, description, default=default, kind="int", minimum=minimum)
 
 
 def _runtime(name: str, description: str, args: tuple, **kwargs) -> Step:
@@ -375,24 +277,10 @@ def train_pipeline() -> Pipeline:
     )
     converted = Join(Param("work_dir"), Lit("/"), RunName(), Lit("/train-data"))
     job_image = Choice(IsSet("image"), Param("image"), TaskOutput("build-image", "image"))
+    train = job_options.TRAIN
     params = (
-        PipelineParam(
-            "model_def",
-            "Model definition in the zoo, e.g. mnist.mnist_functional_api.custom_model",
-            default=None,
-        ),
-        PipelineParam(
-            "model_zoo",
-            "Model zoo in the job image (a directory such as /model_zoo, or a git URL); "
-            "empty: the built-in zoo",
-        ),
-        PipelineParam("params", 'Model parameters, e.g. "hidden_units=[10, 20], lr=0.01"'),
-        PipelineParam("data", "Training data: RecordIO files (URL, glob or directory)"),
-        *_sql_params(with_label=True),
-        PipelineParam("validation_data", "RecordIO files to evaluate on (URL, glob or dir)"),
-        PipelineParam(
-            "output", "Where the trained model goes, e.g. gs://bucket/models/m1", default=None
-        ),
+        *_job_params(train, "model_def", "model_zoo", "params", "data", "sql", "db", "label"),
+        *_job_params(train, "validation_data", "output"),
         PipelineParam(
             "versioned",
             "true: write each run under OUTPUT/runs/<run> and point OUTPUT/LATEST at it after "
@@ -407,19 +295,9 @@ def train_pipeline() -> Pipeline:
             default="false",
             enum=BOOL,
         ),
-        _int("num_workers", "Number of workers", "2", 1),
-        _int(
-            "min_workers",
-            "The job goes on while at least this many workers are alive (at most num_workers)",
-            "1",
-            1,
-        ),
-        _int("num_ps", "Number of parameter servers", "1", 1),
-        _int("minibatch_size", "Records per minibatch", "64", 1),
-        _int("num_epochs", "Passes over the training data", "1", 1),
-        _int("records_per_task", "Records a worker takes per task", "1024", 1),
-        _int("checkpoint_steps", "Checkpoint every N model versions (0: never)", "0", 0),
-        _int("evaluation_steps", "Also evaluate every N model versions (0: at the end)", "0", 0),
+        *_job_params(train, "num_workers", "min_workers", "num_ps", "minibatch_size"),
+        *_job_params(train, "num_epochs", "records_per_task", "checkpoint_steps"),
+        *_job_params(train, "evaluation_steps"),
         PipelineParam(
             "image",
             "Job image with the model zoo (a pullable reference); empty: build it with kaniko",
@@ -460,6 +338,7 @@ def train_pipeline() -> Pipeline:
         *_common_params(),
         *_kubernetes_params(with_ps=True),
     )
+    params += _other_params(train, params)
     steps = (
         Step(
             name="build-image",
@@ -501,30 +380,22 @@ def train_pipeline() -> Pipeline:
                 flag("label", Param("label")),
             ),
             when=IsSet("sql"),
+            # Locally an empty --label means the last selected column, as in `elasticdl sql`.
+            local_args=(Lit("--label_last=true"),),
         ),
-        Step(
-            name="train",
-            description="Run the elastic training job (its master)",
-            image=job_image,
-            module="elasticdl.steps.train",
-            args=(
-                flag("model_zoo", Param("model_zoo")),
-                flag("model_def", Param("model_def")),
-                flag("params", Param("params")),
+        _job_step(
+            "train",
+            "Run the elastic training job (its master)",
+            job_image,
+            (
+                *_passed("model_zoo", "model_def", "params"),
                 flag("data", Choice(IsSet("sql"), converted, Param("data"))),
                 flag("output", model_dir),
-                flag("validation_data", Param("validation_data")),
-                flag("num_workers", Param("num_workers")),
-                flag("min_workers", Param("min_workers")),
-                flag("num_ps", Param("num_ps")),
-                flag("minibatch_size", Param("minibatch_size")),
-                flag("num_epochs", Param("num_epochs")),
-                flag("records_per_task", Param("records_per_task")),
-                flag("checkpoint_steps", Param("checkpoint_steps")),
-                flag("evaluation_steps", Param("evaluation_steps")),
+                *_passed("validation_data", "num_workers", "min_workers", "num_ps"),
+                *_passed("minibatch_size", "num_epochs", "records_per_task", "checkpoint_steps"),
+                *_passed("evaluation_steps"),
                 flag("job_name", RunName()),
                 flag("instance_manager", Param("instance_manager")),
-                Lit("--resume=true"),
                 flag(
                     "init_from_latest",
                     Choice(
@@ -532,9 +403,9 @@ def train_pipeline() -> Pipeline:
                     ),
                 ),
             ),
-            argo_args=_kubernetes_args(job_image, with_ps=True),
+            train,
+            argo_args=(*_kubernetes_args(job_image, with_ps=True), Lit("--resume=true")),
             after=("build-image", "sql-to-recordio"),
-            long_running=True,
         ),
         _runtime(
             "publish",
@@ -560,7 +431,11 @@ def train_pipeline() -> Pipeline:
     )
     checks = (
         *_input_checks(
-            Check(All(IsSet("sql"), IsEmpty("label")), "--sql needs --label (the label column)"),
+            Check(
+                All(IsSet("sql"), IsEmpty("label")),
+                "--sql needs --label (the label column)",
+                engines=ARGO_ONLY,
+            ),
             Check(All(IsEmpty("sql"), IsSet("label")), "--label applies to --sql input only"),
         ),
         Check(
@@ -605,13 +480,9 @@ def predict_pipeline() -> Pipeline:
     predictions = Choice(
         Is("versioned", "true"), Join(Param("output"), Lit("/runs/"), RunName()), Param("output")
     )
+    predict = job_options.PREDICT
     params = (
-        PipelineParam("data", "Data to predict on: RecordIO files (URL, glob or directory)"),
-        *_sql_params(with_label=False),
-        PipelineParam(
-            "trained_model", "The --output of a training job (a model URL)", default=None
-        ),
-        PipelineParam("output", "New directory (URL) for the prediction parts"),
+        *_job_params(predict, "data", "sql", "db", "trained_model", "output"),
         PipelineParam(
             "versioned",
             "true: write each run's predictions under OUTPUT/runs/<run> (what a schedule needs: "
@@ -619,12 +490,7 @@ def predict_pipeline() -> Pipeline:
             default="false",
             enum=BOOL,
         ),
-        PipelineParam(
-            "output_format", "Format of the prediction parts", "recordio", ("recordio", "csv")
-        ),
-        PipelineParam(
-            "keep_columns", "Input columns copied into each output row (default: id columns)"
-        ),
+        *_job_params(predict, "output_format", "keep_columns"),
         PipelineParam(
             "output_table",
             "With --sql: write the selected rows plus the prediction into this table "
@@ -634,9 +500,7 @@ def predict_pipeline() -> Pipeline:
         PipelineParam(
             "key", "With --output_table: fill the column in place, matching rows on this column"
         ),
-        _int("num_workers", "Number of workers", "2", 1),
-        _int("minibatch_size", "Records per minibatch", "256", 1),
-        _int("records_per_task", "Records a worker takes per task", "1024", 1),
+        *_job_params(predict, "num_workers", "minibatch_size", "records_per_task"),
         PipelineParam(
             "image",
             "Job image; empty: the image recorded in the TrainedModel (docker_commit_id)",
@@ -645,6 +509,7 @@ def predict_pipeline() -> Pipeline:
         *_common_params(),
         *_kubernetes_params(with_ps=False),
     )
+    params += _other_params(predict, params)
     steps = (
         _runtime(
             "sql-to-recordio",
@@ -666,12 +531,11 @@ def predict_pipeline() -> Pipeline:
             outputs=(StepOutput("image", "the image to run the prediction job in"),),
             engines=ARGO_ONLY,
         ),
-        Step(
-            name="predict",
-            description="Run the elastic prediction job (its master)",
-            image=TaskOutput("resolve-image", "image"),
-            module="elasticdl.steps.predict",
-            args=(
+        _job_step(
+            "predict",
+            "Run the elastic prediction job (its master)",
+            TaskOutput("resolve-image", "image"),
+            (
                 flag("data", Choice(IsSet("sql"), converted, Param("data"))),
                 flag("trained_model", Param("trained_model")),
                 flag("output", Choice(IsSet("output_table"), staged, predictions)),
@@ -679,15 +543,13 @@ def predict_pipeline() -> Pipeline:
                 flag(
                     "keep_columns", Choice(IsSet("output_table"), Lit("*"), Param("keep_columns"))
                 ),
-                flag("num_workers", Param("num_workers")),
-                flag("minibatch_size", Param("minibatch_size")),
-                flag("records_per_task", Param("records_per_task")),
+                *_passed("num_workers", "minibatch_size", "records_per_task"),
                 flag("job_name", RunName()),
                 flag("instance_manager", Param("instance_manager")),
             ),
+            predict,
             argo_args=_kubernetes_args(TaskOutput("resolve-image", "image"), with_ps=False),
             after=("sql-to-recordio", "resolve-image"),
-            long_running=True,
         ),
         _runtime(
             "write-back",

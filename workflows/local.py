@@ -9,7 +9,11 @@ as on Argo. The first failing step stops the run.
 There is no cluster here: the elastic job's master runs in this process and starts its
 parameter servers and workers as local processes (`--instance_manager local`, the local
 default; `kubernetes` is refused before any step runs), and a step's Argo-only arguments (the
-Kubernetes flags, `Step.argo_args`) are not passed.
+Kubernetes flags, `Step.argo_args`) are not passed; its local-only ones (`Step.local_args`: the
+job options the Argo templates do not show, such as --chaos or --seed) are.
+
+`elasticdl train|predict` on the local engine run their pipeline through here
+(elasticdl/local_engine.py), with `raise_errors` so bad input reads as one line.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elasticdl.runtime.job_options import RaisingParser
 from elasticdl.workflows.pipeline import Pipeline, PipelineError
 from elasticdl.workflows.steps import Engine, Step
 from elasticdl.workflows.values import LocalContext, evaluate, holds
@@ -67,15 +72,10 @@ class LocalRun:
         return [s.name for s in self.steps if s.status != "skipped"]
 
 
-class _RaisingParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise ValueError(f"{self.prog}: {message}")
-
-
 def step_parser(step: Step) -> argparse.ArgumentParser:
     """The step module's own parser (its `add_arguments`), raising ValueError on bad argv."""
     module = importlib.import_module(str(step.module))
-    parser = _RaisingParser(prog=str(step.module))
+    parser = RaisingParser(prog=str(step.module))
     module.add_arguments(parser)
     return parser
 
@@ -90,11 +90,14 @@ def run_local(
     *,
     run_id: str | None = None,
     work_dir: str | None = None,
+    raise_errors: bool = False,
 ) -> LocalRun:
     """Run `pipeline` with parameter `values` (strings, as flags give them).
 
     Bad values raise PipelineError before any step runs. `work_dir` holds the steps' output
     files and, when the pipeline's `work_dir` parameter is empty, its intermediate data.
+    A step's bad input (ValueError, OSError) fails the run, or with `raise_errors` (what the
+    `elasticdl` commands use) propagates as it is, for the caller's one-line error.
     """
     params = pipeline.resolve(values, engine=Engine.LOCAL)
     run_id = run_id or new_run_id(pipeline.name)
@@ -118,7 +121,7 @@ def run_local(
             outputs=outputs,
         )
         argv = [evaluate(arg, ctx) for arg in step.argv_args(Engine.LOCAL)]
-        run = _run_step(step, argv)
+        run = _run_step(step, argv, raise_errors)
         if run.status == "succeeded":
             for output in step.outputs:
                 path = step_dir / output.name
@@ -131,14 +134,17 @@ def run_local(
     return LocalRun(pipeline.name, run_id, "succeeded", runs)
 
 
-def _run_step(step: Step, argv: list[str]) -> StepRun:
-    log.info("step %s: %s %s", step.name, step.module, " ".join(argv))
+def _run_step(step: Step, argv: list[str], raise_errors: bool = False) -> StepRun:
+    # Debug only: the argv may hold a database URL with its password.
+    log.debug("step %s: %s %s", step.name, step.module, " ".join(argv))
     t0 = time.monotonic()
     module = importlib.import_module(str(step.module))
     try:
         args = step_parser(step).parse_args(argv)
         result = module.run_from_args(args)
     except (ValueError, OSError, PipelineError) as err:
+        if raise_errors:
+            raise
         return StepRun(step.name, "failed", str(err), argv, seconds=time.monotonic() - t0)
     seconds = time.monotonic() - t0
     if getattr(result, "succeeded", True) is False:

@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from elasticdl.runtime.job_options import ARGO_ONLY as ARGO_ONLY_OPTION
+from elasticdl.runtime.job_options import LOCAL_ONLY as LOCAL_ONLY_OPTION
+from elasticdl.runtime.job_options import Option
 from elasticdl.workflows.steps import BOTH, Engine
 from elasticdl.workflows.values import Cond, Param, check_user_value, holds
 
@@ -35,6 +38,36 @@ class PipelineParam:
     one the Argo UI and `elasticdl render` show); None: the same."""
     maximum: int | None = None
     validate: Callable[[str], object] | None = None
+    local_only: bool = False
+    """A parameter of the local engine only (a job option Argo has no parameter for: the
+    workflow templates stay what the Argo UI shows); the job step gets it as `local_args`."""
+
+    @classmethod
+    def of(cls, option: Option, **changes: object) -> PipelineParam:
+        """The parameter a job option (runtime/job_options.py) is: its help as description,
+        its default as text (the Argo one first), choices as enum, bounds, engines."""
+        on_argo = option.default if option.argo_default is None else option.argo_default
+        enum = option.choices
+        if enum is None and option.type is bool and option.default is not None:
+            enum = ("false", "true")
+        kwargs: dict = {
+            "description": option.help,
+            "default": None if option.required else option.text(on_argo),
+            "enum": enum,
+            "kind": "int" if option.type is int else "str",
+            "minimum": option.minimum if option.type is int else None,
+            "maximum": option.maximum if option.type is int else None,
+            "argo_only": option.engines == ARGO_ONLY_OPTION,
+            "local_only": option.engines == LOCAL_ONLY_OPTION,
+            "local_default": None if option.argo_default is None else option.text(option.default),
+            "validate": option.validate,
+        }
+        kwargs.update(changes)
+        return cls(option.name, **kwargs)
+
+    def on(self, engine: Engine) -> bool:
+        """Whether the pipeline has this parameter on `engine`."""
+        return not (self.local_only and engine is Engine.ARGO)
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -60,7 +93,7 @@ class PipelineParam:
         check_user_value(self.name, value)
         if self.enum is not None and value not in self.enum:
             raise ValueError(f"--{self.name} {value!r}: expected one of {', '.join(self.enum)}")
-        if self.kind == "int":
+        if self.kind == "int" and not (value == "" and self.default == ""):
             try:
                 number = int(value.strip())
             except ValueError:

@@ -40,6 +40,10 @@ class Pipeline:
                 return param
         raise KeyError(name)
 
+    def params_on(self, engine: Engine) -> tuple[PipelineParam, ...]:
+        """The parameters the pipeline has on `engine` (Argo's omit the local-only ones)."""
+        return tuple(p for p in self.params if p.on(engine))
+
     def step(self, name: str) -> Step:
         for step in self.all_steps():
             if step.name == name:
@@ -79,6 +83,17 @@ class Pipeline:
                 for leaf in cond.refs():
                     if isinstance(leaf, Param) and leaf.name not in known:
                         raise PipelineError(f"step {step.name}: unknown parameter {leaf.name!r}")
+        on_argo = {p.name for p in self.params_on(Engine.ARGO)}
+        for step in self.all_steps():
+            if not step.runs_on(Engine.ARGO):
+                continue
+            for value in (step.image, *step.argv_args(Engine.ARGO)):
+                for leaf in value.refs():
+                    if isinstance(leaf, Param) and leaf.name not in on_argo:
+                        raise PipelineError(
+                            f"step {step.name}: parameter {leaf.name!r} is the local engine's "
+                            "only; pass it in local_args"
+                        )
         for check in self.checks:
             for name in check.params():
                 if name not in known:
@@ -138,7 +153,7 @@ class Pipeline:
         """Every parameter's value (given or default), checked; PipelineError on the first
         problem, in one line naming the flag. `require=False` leaves required parameters
         without a value out (a WorkflowTemplate asks for them at submission)."""
-        known = {p.name: p for p in self.params}
+        known = {p.name: p for p in self.params_on(engine)}
         unknown = sorted(set(values) - set(known))
         if unknown:
             raise PipelineError(
@@ -147,7 +162,7 @@ class Pipeline:
             )
         resolved: dict[str, str] = {}
         missing = []
-        for param in self.params:
+        for param in known.values():
             value = values.get(param.name)
             if value is None:
                 value = param.default_on(engine)

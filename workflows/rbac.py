@@ -5,7 +5,7 @@ The ServiceAccount the workflows run as may, in its own namespace only:
 * pods: create, get, list, watch, delete, deletecollection, patch -- the elastic master (with
   ``--instance_manager kubernetes``) creates its worker and parameter-server pods, watches
   them, relaunches and retires them, and deletes them all at the end; the exit handler
-  (`cleanup.py`) lists and deletes leftovers by label;
+  (`steps/cleanup.py`) lists and deletes leftovers by label;
 * services, configmaps: create, get, list, watch, delete, deletecollection -- the master gives
   each parameter server a Service (a stable address) and its pods the job's config in a
   ConfigMap; the exit handler lists and deletes leftovers by label;

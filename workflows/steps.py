@@ -77,6 +77,9 @@ class Step:
     """More argv elements, on Argo only: flags that mean nothing on this machine (the pods'
     image, resources, node selector... of a job whose master creates pods). The local engine
     never passes them, so the step's local argv stays what the local run needs."""
+    local_args: tuple[Value, ...] = ()
+    """More argv elements on the local engine only: the job options that are parameters of
+    the local engine alone (`PipelineParam.local_only`: chaos, seed, ...)."""
 
     def __post_init__(self) -> None:
         if (self.module is None) == (self.command is None):
@@ -84,7 +87,7 @@ class Step:
         if not self.name.replace("-", "").isalnum() or not self.name[0].isalpha():
             raise ValueError(f"step name {self.name!r}: letters, digits and '-', letter first")
         declared = {o.name for o in self.outputs}
-        for value in (self.image, *self.args, *self.argo_args):
+        for value in (self.image, *self.args, *self.argo_args, *self.local_args):
             for leaf in value.refs():
                 if isinstance(leaf, Out) and leaf.name not in declared:
                     raise ValueError(f"step {self.name}: Out({leaf.name!r}) is not declared")
@@ -99,12 +102,14 @@ class Step:
         yield self.image
         yield from self.args
         yield from self.argo_args
+        yield from self.local_args
         for mount in self.secrets:
             yield mount.secret
 
     def argv_args(self, engine: Engine) -> tuple[Value, ...]:
-        """The arguments on `engine`: `args`, plus `argo_args` on Argo."""
-        return (*self.args, *self.argo_args) if engine is Engine.ARGO else self.args
+        """The arguments on `engine`: `args`, plus `argo_args` on Argo, `local_args` here."""
+        extra = self.argo_args if engine is Engine.ARGO else self.local_args
+        return (*self.args, *extra)
 
     def runs_on(self, engine: Engine) -> bool:
         return engine in self.engines

@@ -15,7 +15,7 @@ Every object carries the labels `elasticdl-job-name`, `elasticdl-replica-type` (
 the downward API: `MY_POD_NAME`, `MY_POD_UID`), so deleting the master (or its workflow)
 garbage-collects them even if the master crashed. Pods: `restartPolicy: Never` (the master
 relaunches, under a new id), `terminationGracePeriodSeconds` (default 60 s: long enough for a
-worker to finish its minibatch on SIGTERM), the argv the local engine runs, resources from
+worker to finish its minibatch on SIGTERM), the argv of the local processes, resources from
 `cpu=1,memory=4096Mi[,gpu=1]` strings (limits default to the requests), a priority class per
 role, volumes, node selector, tolerations and image pull secrets.
 
@@ -583,7 +583,7 @@ def _log_args(spec: ClusterSpec) -> list[str]:
 
 
 def ps_argv(spec: ClusterSpec, ps_id: int) -> list[str]:
-    """The PS command: the local engine's argv, listening on every interface of the pod."""
+    """The PS command: the local process's argv, listening on every interface of the pod."""
     return [
         spec.python,
         "-P",
@@ -602,7 +602,7 @@ def ps_argv(spec: ClusterSpec, ps_id: int) -> list[str]:
 
 
 def worker_argv(spec: ClusterSpec, worker_id: int, ps_addrs: Sequence[str]) -> list[str]:
-    """The worker command, as the local engine runs it."""
+    """The worker command, as `LocalInstanceManager` runs it."""
     return [
         spec.python,
         "-P",

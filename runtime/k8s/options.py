@@ -20,12 +20,15 @@ from __future__ import annotations
 import argparse
 import os
 import posixpath
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from elasticdl.runtime.job_config import host_port
+from elasticdl.runtime.job_options import ARGO_ONLY, NOWHERE, STEP, Option, options_class
+from elasticdl.runtime.job_options import add_arguments as add_options
 from elasticdl.runtime.k8s import manifests as m
 
 if TYPE_CHECKING:
@@ -35,26 +38,122 @@ DEFAULT_WORKER_REQUEST = "cpu=1,memory=4096Mi"
 DEFAULT_PS_REQUEST = "cpu=1,memory=4096Mi"
 
 
-@dataclass(frozen=True)
+_GROUP = "kubernetes (--instance_manager kubernetes)"
+_RESOURCES = "cpu=1,memory=4096Mi[,gpu=1][,ephemeral-storage=10Gi]"
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+def _parsed(parse: Callable[[str], object]) -> Callable[[str], object]:
+    """A check of a flag's text by the parser the job uses (ManifestError names the flag)."""
+
+    def check(value: str) -> object:
+        return parse(value) if value.strip() else None
+
+    return check
+
+
+def _name_check(flag_name: str, what: str) -> Callable[[str], object]:
+    def check(value: str) -> None:
+        if value and not _DNS_SUBDOMAIN.match(value):
+            raise ValueError(
+                f"--{flag_name} {value!r}: not a {what} name (lowercase letters, digits, "
+                "'-' and '.')"
+            )
+
+    return check
+
+
+def _k8s(name: str, help: str, **kwargs: Any) -> Option:
+    """A flag of the job step, and (unless `engines` says otherwise) an Argo-only pipeline
+    parameter: only a master in a pod creates pods."""
+    kwargs.setdefault("engines", ARGO_ONLY)
+    return Option(name, help, group=_GROUP, takes=frozenset({STEP}), **kwargs)
+
+
+def _resources(role: str, pods: str, request: str) -> tuple[Option, ...]:
+    return (
+        _k8s(
+            f"{role}_resource_request",
+            f"Resources {pods} requests: {_RESOURCES}",
+            default=request,
+            validate=_parsed(lambda v: m.parse_resources(v, f"--{role}_resource_request")),
+        ),
+        _k8s(
+            f"{role}_resource_limit",
+            f"Resource limits of {pods}, the same form; empty: the requests",
+            validate=_parsed(lambda v: m.parse_resources(v, f"--{role}_resource_limit")),
+        ),
+    )
+
+
+KUBERNETES: tuple[Option, ...] = (
+    _k8s("pod_image", "PS and worker image (default: the master pod's)", engines=NOWHERE),
+    _k8s("pod_namespace", "default: the master pod's", engines=NOWHERE),
+    *_resources("worker", "each worker pod", DEFAULT_WORKER_REQUEST),
+    *_resources("ps", "each parameter-server pod", DEFAULT_PS_REQUEST),
+    _k8s(
+        "worker_pod_priority",
+        "PriorityClass of the worker pods: CLASS, or CLASS=SHARE[,REST] (high=0.5: half the "
+        "workers high, the rest low); empty: the cluster's default",
+        validate=_parsed(m.parse_worker_priority),
+    ),
+    _k8s(
+        "ps_pod_priority",
+        "PriorityClass of the parameter-server pods; empty: the cluster's default",
+        validate=_name_check("ps_pod_priority", "PriorityClass"),
+    ),
+    _k8s(
+        "node_selector",
+        "Node labels the job's pods need: KEY=VALUE[,...], e.g. cloud.google.com/gke-nodepool=ml",
+        validate=_parsed(m.parse_node_selector),
+    ),
+    _k8s(
+        "tolerations",
+        "Taints the job's pods tolerate: KEY[=VALUE][:EFFECT][;...], e.g. "
+        "nvidia.com/gpu:NoSchedule",
+        validate=_parsed(m.parse_tolerations),
+    ),
+    _k8s(
+        "volume",
+        "Volumes mounted in the job's pods: claim_name=C,mount_path=/p[;host_path=/h,"
+        "mount_path=/q,read_only=true;...] (also config_map, secret, empty_dir=true)",
+        validate=_parsed(m.parse_volumes),
+    ),
+    _k8s(
+        "image_pull_secrets",
+        "Secrets for pulling the job image in the job's pods, comma-separated",
+        validate=_parsed(m.parse_image_pull_secrets),
+    ),
+    _k8s(
+        "image_pull_policy",
+        "imagePullPolicy of the job's pods",
+        default="IfNotPresent",
+        choices=("IfNotPresent", "Always", "Never"),
+    ),
+    _k8s(
+        "pod_service_account",
+        "ServiceAccount of the job's pods (e.g. one with access to the data); empty: the "
+        "namespace's default (the pods need no Kubernetes API access)",
+        validate=_name_check("pod_service_account", "ServiceAccount"),
+    ),
+    _k8s(
+        "termination_grace_period",
+        "Seconds a pod the master stops gets to finish (a worker, its minibatch) before it is "
+        "killed",
+        type=int,
+        default=m.DEFAULT_GRACE_S,
+        minimum=0,
+        maximum=3600,
+    ),
+    _k8s("ps_port", "the PS gRPC port", type=int, default=m.PS_PORT, engines=NOWHERE),
+)
+"""The Kubernetes flags of a job step's master, declared once: the step's flags, the fields of
+`KubernetesOptions`, and the Argo-only pipeline parameters (`engines`) with their checks."""
+
+
+@options_class(KUBERNETES, surface=STEP, frozen=True)
 class KubernetesOptions:
     """The flags as given (strings); `cluster_spec` parses and checks them."""
-
-    pod_image: str = ""
-    pod_namespace: str = ""
-    worker_resource_request: str = DEFAULT_WORKER_REQUEST
-    worker_resource_limit: str = ""
-    ps_resource_request: str = DEFAULT_PS_REQUEST
-    ps_resource_limit: str = ""
-    worker_pod_priority: str = ""
-    ps_pod_priority: str = ""
-    volume: str = ""
-    node_selector: str = ""
-    tolerations: str = ""
-    image_pull_secrets: str = ""
-    image_pull_policy: str = "IfNotPresent"
-    pod_service_account: str = ""
-    termination_grace_period: int = m.DEFAULT_GRACE_S
-    ps_port: int = m.PS_PORT
 
     @classmethod
     def from_namespace(cls, args: argparse.Namespace) -> KubernetesOptions:
@@ -110,48 +209,7 @@ class KubernetesOptions:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the Kubernetes flags (used with --instance_manager kubernetes)."""
-    group = parser.add_argument_group("kubernetes (--instance_manager kubernetes)")
-    d = KubernetesOptions()
-    group.add_argument(
-        "--pod_image", default="", help="PS and worker image (default: the master pod's)"
-    )
-    group.add_argument("--pod_namespace", default="", help="default: the master pod's")
-    for role, request in (("worker", d.worker_resource_request), ("ps", d.ps_resource_request)):
-        group.add_argument(
-            f"--{role}_resource_request",
-            default=request,
-            help="cpu=1,memory=4096Mi[,gpu=1][,ephemeral-storage=10Gi]",
-        )
-        group.add_argument(
-            f"--{role}_resource_limit", default="", help="same form; default: the request"
-        )
-    group.add_argument(
-        "--worker_pod_priority",
-        default="",
-        help="CLASS, or CLASS=SHARE[,REST]: e.g. high=0.5 (half the workers high, the rest low)",
-    )
-    group.add_argument("--ps_pod_priority", default="", help="the PS pods' PriorityClass")
-    group.add_argument(
-        "--volume",
-        default="",
-        help="claim_name=C,mount_path=/p[;host_path=/h,mount_path=/q,read_only=true;...]",
-    )
-    group.add_argument("--node_selector", default="", help="KEY=VALUE[,...]")
-    group.add_argument("--tolerations", default="", help="KEY[=VALUE][:EFFECT][;...]")
-    group.add_argument("--image_pull_secrets", default="", help="Secret names, comma-separated")
-    group.add_argument(
-        "--image_pull_policy",
-        default=d.image_pull_policy,
-        choices=["Always", "IfNotPresent", "Never"],
-    )
-    group.add_argument("--pod_service_account", default="", help="for the PS and worker pods")
-    group.add_argument(
-        "--termination_grace_period",
-        type=int,
-        default=d.termination_grace_period,
-        help="seconds a worker gets to finish its minibatch after SIGTERM (default 60)",
-    )
-    group.add_argument("--ps_port", type=int, default=d.ps_port, help="the PS gRPC port")
+    add_options(parser, KUBERNETES, STEP)
 
 
 def master_address(port: int, env: Mapping[str, str] | None = None) -> str:

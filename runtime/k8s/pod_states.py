@@ -49,7 +49,7 @@ was decided: every later event is ignored, e.g. the DELETED that follows Succeed
     running     the pod started                         nothing to do
     succeeded   exit code 0                             relaunch only if work remains
                                                         (a worker that finished its minibatch
-                                                        on SIGTERM), as the local engine does
+                                                        on SIGTERM), as the local manager does
     preempted   137 without OOMKilled, SIGTERM in a     relaunch under a new id, not counted
                 drain, eviction, deletion while Pending against the failure budget
                 or Running, node lost
@@ -115,7 +115,7 @@ class Relaunch(enum.StrEnum):
     NONE = "none"
     """Still running: nothing to do."""
     IF_WORK_REMAINS = "if_work_remains"
-    """Exit code 0: relaunch only if work remains (the local engine's rule)."""
+    """Exit code 0: relaunch only if work remains (the local manager's rule)."""
     NEW_ID = "new_id"
     """Preempted: relaunch under a new id, not counted as a failure."""
     NEVER = "never"

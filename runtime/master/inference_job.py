@@ -43,13 +43,14 @@ from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import Shard, plan_shards
 from elasticdl.runtime.job_config import JobConfig, host_port
-from elasticdl.runtime.master.chaos import ChaosSpecError, due_actions, parse_chaos
+from elasticdl.runtime.master.chaos import due_actions, parse_chaos
 from elasticdl.runtime.master.instances import (
     InstanceExit,
     InstanceManager,
     LocalInstanceManager,
     Role,
 )
+from elasticdl.runtime.master.options import InferenceOptions
 from elasticdl.runtime.master.report import event_dict
 from elasticdl.runtime.master.servicer import MasterServicer, serve_master
 from elasticdl.runtime.master.task_manager import (
@@ -59,7 +60,7 @@ from elasticdl.runtime.master.task_manager import (
     TaskType,
 )
 from elasticdl.runtime.model_spec import load_model_spec
-from elasticdl.runtime.outputs import OutputError, check_output
+from elasticdl.runtime.outputs import check_output
 from elasticdl.runtime.trained_model import TrainedModelError, read_trained_model
 from elasticdl.runtime.zoo_source import resolve_zoo
 
@@ -70,51 +71,6 @@ _LOOP_S = 0.1
 _EXIT_GRACE_S = 0.5
 """How long a pass that finds no worker alive waits for their exits to be reported."""
 _SIGNALS = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "stop": signal.SIGSTOP}
-
-
-@dataclass
-class InferenceOptions:
-    """What `elasticdl predict` and `elasticdl evaluate` accept (CLI flag names)."""
-
-    data: str
-    trained_model: str
-    job_type: str = "predict"
-    output: str = ""
-    output_format: str = "recordio"
-    keep_columns: str = ""
-    model_zoo: str | None = None
-    num_workers: int = 2
-    minibatch_size: int = 256
-    records_per_task: int = 1024
-    max_worker_relaunches: int = 3
-    max_task_retries: int = 3
-    task_timeout_floor_s: float = 300.0
-    master_host: str = "127.0.0.1"
-    master_port: int = 0
-    chaos: str = ""
-    intra_op_threads: int = 0
-    job_name: str = ""
-    log_dir: str = ""
-
-    def validate(self) -> None:
-        if self.job_type not in ("predict", "evaluate"):
-            raise ValueError(f"job_type must be predict or evaluate, got {self.job_type!r}")
-        for name in ("num_workers", "minibatch_size", "records_per_task"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("max_worker_relaunches", "max_task_retries", "intra_op_threads"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"--{name} must be >= 0, got {getattr(self, name)}")
-        if self.job_type == "predict":
-            if not self.output:
-                raise OutputError("--output is required: a directory or URL for the predictions")
-            if self.output_format not in parts.FORMATS:
-                raise ValueError(
-                    f"--output_format must be one of {', '.join(parts.FORMATS)}, "
-                    f"got {self.output_format!r}"
-                )
-        if any(a.role == "ps" for a in parse_chaos(self.chaos)):
-            raise ChaosSpecError(f"--chaos {self.chaos!r}: a {self.job_type} job has no PS")
 
 
 @dataclass
@@ -215,26 +171,19 @@ class InferenceJob:
         if o.job_type == "predict":
             check_output(o.output)
             prediction_dir = _prediction_dir(o.output, self.job_name)
-        config = JobConfig(
+        config = JobConfig.from_options(
+            o,
             job_name=self.job_name,
             model_def=trained.model_def,
             model_zoo_root=str(zoo.root),
             model_zoo=zoo.url,
             model_zoo_commit=zoo.commit,
             params=trained.model_def_params,
-            dataset_fn=flags.get("dataset_fn") or "",
-            loss=flags.get("loss") or "",
-            optimizer=flags.get("optimizer") or "",
-            eval_metrics_fn=flags.get("eval_metrics_fn") or "",
-            minibatch_size=o.minibatch_size,
-            num_workers=o.num_workers,
+            **flags,
             num_ps=0,
             shuffle=False,
-            intra_op_threads=o.intra_op_threads,
-            job_type=o.job_type,
             trained_model=trained_url,
             prediction_dir=prediction_dir,
-            output_format=o.output_format,
             keep_columns=kept,
         )
         file_index = {url: i for i, (url, _) in enumerate(counted)}

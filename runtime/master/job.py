@@ -193,31 +193,13 @@ class TrainingJob:
             init_dir = checkpoint_dir  # one spelling: the PS compares them
         self._checkpoint_dir = checkpoint_dir
         sample = list(read_records(shards[0].file, 0, min(8, shards[0].num_records)))
-        config = JobConfig(
+        config = JobConfig.from_options(
+            o,
             job_name=self.job_name,
-            model_def=o.model_def,
             model_zoo_root=str(zoo.root),
             model_zoo=zoo.url,
             model_zoo_commit=zoo.commit,
-            params=o.params,
-            dataset_fn=o.dataset_fn or "",
-            loss=o.loss or "",
-            optimizer=o.optimizer or "",
-            eval_metrics_fn=o.eval_metrics_fn or "",
-            minibatch_size=o.minibatch_size,
-            num_epochs=o.num_epochs,
-            records_per_task=o.records_per_task,
-            num_workers=o.num_workers,
-            num_ps=o.num_ps,
-            use_async=o.use_async,
-            grads_to_wait=o.grads_to_wait,
-            lr_staleness_modulation=o.lr_staleness_modulation,
-            seed=o.seed,
-            shuffle=o.shuffle,
-            intra_op_threads=o.intra_op_threads,
             checkpoint_dir=checkpoint_dir,
-            checkpoint_steps=o.checkpoint_steps,
-            keep_checkpoint_max=o.keep_checkpoint_max,
             checkpoint_dir_for_init=init_dir,
         )
         self._check_checkpoints(config, sample, shards[0].file)

@@ -1,51 +1,32 @@
-"""The options of a training job, as the CLI, the Python API and SQL front ends give them."""
+"""The options of a job as its master takes them: dataclasses generated from the option spec
+(runtime/job_options.py), so each field is the flag of the same name (`--data` is
+`training_data`, `--task_timeout_floor` is `task_timeout_floor_s`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Any
+
+from elasticdl.runtime import job_options as spec
+from elasticdl.runtime import prediction_output as parts
+from elasticdl.runtime.master.chaos import ChaosSpecError, parse_chaos
+from elasticdl.runtime.outputs import OutputError
 
 
-@dataclass
+@spec.options_class(
+    spec.TRAIN,
+    positional=("model_def", "training_data", "output"),
+    extra=(("master_host", str, "127.0.0.1"),),
+)
 class TrainOptions:
-    """What `elasticdl train` accepts; every field has the CLI flag's name."""
+    """What `elasticdl train` accepts (fields: `spec.TRAIN`), plus the address the master
+    binds (`master_host`: a pod's IP on Kubernetes). `use_async` None means async unless
+    `grads_to_wait` is given; `grads_to_wait` None means 1."""
 
-    model_def: str
-    training_data: str
-    output: str
-    model_zoo: str | None = None
-    validation_data: str = ""
-    evaluation_steps: int = 0
-    checkpoint_steps: int = 0
-    keep_checkpoint_max: int = 3
-    checkpoint_dir: str = ""
-    checkpoint_dir_for_init: str = ""
-    max_ps_relaunches: int = 3
-    params: str = ""
-    dataset_fn: str | None = None
-    loss: str | None = None
-    optimizer: str | None = None
-    eval_metrics_fn: str | None = None
-    num_workers: int = 2
-    min_workers: int = 1
-    num_ps: int = 1
-    minibatch_size: int = 64
-    num_epochs: int = 1
-    records_per_task: int = 1024
-    use_async: bool = True
-    grads_to_wait: int = 1
-    lr_staleness_modulation: bool = False
-    max_worker_relaunches: int = 3
-    max_task_retries: int = 3
-    task_timeout_floor_s: float = 300.0
-    master_host: str = "127.0.0.1"
-    master_port: int = 0
-    chaos: str = ""
-    seed: int = 0
-    shuffle: bool = True
-    intra_op_threads: int = 0
-    job_name: str = ""
-    log_dir: str = ""
-    engine: str = "local"
+    def __post_init__(self) -> None:
+        if self.use_async is None:
+            self.use_async = self.grads_to_wait is None
+        if self.grads_to_wait is None:
+            self.grads_to_wait = 1
 
     @property
     def resolved_checkpoint_dir(self) -> str:
@@ -58,37 +39,48 @@ class TrainOptions:
 
     def validate(self) -> None:
         """Raise ValueError naming the first option out of range."""
-        positive = {
-            "num_workers": self.num_workers,
-            "num_ps": self.num_ps,
-            "minibatch_size": self.minibatch_size,
-            "num_epochs": self.num_epochs,
-            "records_per_task": self.records_per_task,
-            "grads_to_wait": self.grads_to_wait,
-        }
-        for name, value in positive.items():
-            if value < 1:
-                raise ValueError(f"--{name} must be >= 1, got {value}")
-        for name, value in {
-            "max_worker_relaunches": self.max_worker_relaunches,
-            "max_task_retries": self.max_task_retries,
-            "evaluation_steps": self.evaluation_steps,
-            "checkpoint_steps": self.checkpoint_steps,
-            "keep_checkpoint_max": self.keep_checkpoint_max,
-            "max_ps_relaunches": self.max_ps_relaunches,
-            "intra_op_threads": self.intra_op_threads,
-        }.items():
-            if value < 0:
-                raise ValueError(f"--{name} must be >= 0, got {value}")
+        # --min_workers has its own message, naming both bounds.
+        spec.check_ranges([o for o in spec.TRAIN if o.name != "min_workers"], self)
         if not 1 <= self.min_workers <= self.num_workers:
             raise ValueError(
                 f"--min_workers must be between 1 and --num_workers={self.num_workers}, "
                 f"got {self.min_workers}"
             )
-        if self.engine != "local":
-            raise ValueError(
-                f"--engine {self.engine!r} is not available here; use --engine local "
-                "(the Argo engine renders workflows with `elasticdl render`)"
-            )
-        if not 0 <= self.master_port < 65536:
-            raise ValueError(f"--master_port must be in 0..65535, got {self.master_port}")
+
+
+@spec.options_class(
+    spec.PREDICT,
+    positional=("data", "trained_model"),
+    extra=(("job_type", str, "predict"), ("master_host", str, "127.0.0.1")),
+)
+class InferenceOptions:
+    """What `elasticdl predict` and `elasticdl evaluate` accept (fields: `spec.PREDICT`),
+    plus the job type and the address the master binds."""
+
+    def validate(self) -> None:
+        if self.job_type not in ("predict", "evaluate"):
+            raise ValueError(f"job_type must be predict or evaluate, got {self.job_type!r}")
+        spec.check_ranges(spec.PREDICT, self)
+        if self.job_type == "predict":
+            if not self.output:
+                raise OutputError("--output is required: a directory or URL for the predictions")
+            if self.output_format not in parts.FORMATS:
+                raise ValueError(
+                    f"--output_format must be one of {', '.join(parts.FORMATS)}, "
+                    f"got {self.output_format!r}"
+                )
+        if any(a.role == "ps" for a in parse_chaos(self.chaos)):
+            raise ChaosSpecError(f"--chaos {self.chaos!r}: a {self.job_type} job has no PS")
+
+
+def options_from_kwargs(**kwargs: Any) -> TrainOptions:
+    """TrainOptions from keyword arguments named like the flags (strings or values), parsed
+    as the flags are: `options_from_kwargs(model_def="m", data="d", output="o")`."""
+    args = spec.parse_kwargs("elasticdl.train", spec.TRAIN, spec.FIELD, kwargs)
+    return TrainOptions(**spec.copy_fields(TrainOptions, args))
+
+
+def inference_options_from_kwargs(job_type: str, **kwargs: Any) -> InferenceOptions:
+    """InferenceOptions of a `job_type` (predict or evaluate) job from keyword arguments."""
+    args = spec.parse_kwargs(f"elasticdl.{job_type}", spec.JOBS[job_type], spec.FIELD, kwargs)
+    return InferenceOptions(**spec.copy_fields(InferenceOptions, args), job_type=job_type)

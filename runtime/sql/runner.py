@@ -102,7 +102,7 @@ def _train(
     job_options: dict[str, Any],
 ) -> StatementResult:
     from elasticdl.runtime.master.job import TrainingJob
-    from elasticdl.train_command import options_from_kwargs
+    from elasticdl.runtime.master.options import options_from_kwargs
 
     params, train, engine = statement.split_with()
     notes = []

@@ -109,9 +109,9 @@ def test_robustness_settings(train_values):
             "retryPolicy": "Always",
         }
     # The exit handler derives the job's label from the same job name the master gets (the
-    # workflow's name), with the master's own function (see workflows/cleanup.py).
+    # workflow's name), with the master's own function (see steps/cleanup.py).
     cleanup = templates["cleanup"]["container"]
-    assert cleanup["command"] == ["python", "-m", "elasticdl.workflows.cleanup"]
+    assert cleanup["command"] == ["python", "-m", "elasticdl.steps.cleanup"]
     assert cleanup["image"] == "{{workflow.parameters.elasticdl_image}}"
     assert cleanup["args"] == ["--job_name={{workflow.name}}", "--namespace={{workflow.namespace}}"]
     master = templates["train"]["container"]["args"]

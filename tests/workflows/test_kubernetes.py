@@ -20,7 +20,8 @@ from fake_kube import fake_kube
 from elasticdl.runtime.k8s import manifests as m
 from elasticdl.runtime.k8s.options import KubernetesOptions
 from elasticdl.runtime.k8s.options import add_arguments as add_kubernetes_arguments
-from elasticdl.workflows import PipelineError, cleanup, predict_pipeline, run_local, train_pipeline
+from elasticdl.steps import cleanup
+from elasticdl.workflows import PipelineError, predict_pipeline, run_local, train_pipeline
 from elasticdl.workflows.definitions import JOB_LABEL
 from elasticdl.workflows.local import step_parser
 from elasticdl.workflows.rbac import ROLE_RULES
@@ -367,14 +368,14 @@ def test_the_role_covers_the_master_and_the_cleanup():
 def test_cleanup_is_an_argo_only_python_step_in_the_runtime_image():
     for pipeline in (train_pipeline(), predict_pipeline()):
         step = pipeline.exit_step
-        assert step.module == "elasticdl.workflows.cleanup"
+        assert step.module == "elasticdl.steps.cleanup"
         assert not step.runs_on(Engine.LOCAL)
-        assert sys.modules.get("elasticdl.workflows.cleanup") is cleanup
+        assert sys.modules.get("elasticdl.steps.cleanup") is cleanup
         parser = step_parser(step)
         ctx = LocalContext(params={}, run_id="wf-1", output_path=lambda n: n)
         args = parser.parse_args([evaluate(a, ctx) for a in step.argv_args(Engine.ARGO)])
         assert args.job_name == "wf-1" and args.namespace == ""
-    assert Path(cleanup.__file__).parent.name == "workflows"
+    assert Path(cleanup.__file__).parent.name == "steps"
 
 
 def test_engine_defaults_and_rules_are_checked_in_the_definition():

@@ -55,7 +55,7 @@ def test_every_container_step_is_python_m_a_step_module_with_an_argv_list():
             if step.module is not None:
                 assert step.argv_command == ("python", "-m", step.module)
                 assert step.module.startswith("elasticdl.steps.") or (
-                    step is pipeline.exit_step and step.module == "elasticdl.workflows.cleanup"
+                    step is pipeline.exit_step and step.module == "elasticdl.steps.cleanup"
                 )
             assert all(not isinstance(a, str) for a in step.args)
 
@@ -278,10 +278,10 @@ def test_a_step_added_to_the_definition_runs_locally_and_appears_in_the_argo_dag
 
 def test_the_cleanup_selects_job_pods_by_the_job_label():
     from elasticdl.runtime.k8s import manifests
-    from elasticdl.workflows.cleanup import job_selector
+    from elasticdl.steps.cleanup import job_selector
 
     cleanup = train_pipeline().exit_step
-    assert cleanup.module == "elasticdl.workflows.cleanup"
+    assert cleanup.module == "elasticdl.steps.cleanup"
     assert JOB_LABEL == manifests.LABEL_JOB == "elasticdl-job-name"
     assert not JOB_LABEL.startswith("workflows.argoproj.io")
     # The label value is the master's prefix of the job name, not the name itself.

@@ -1,6 +1,6 @@
 """The exit step of both pipelines on Argo: delete what the elastic job left behind.
 
-    python -m elasticdl.workflows.cleanup --job_name=<the workflow's name> [--namespace=NS]
+    python -m elasticdl.steps.cleanup --job_name=<the workflow's name> [--namespace=NS]
 
 With `--instance_manager kubernetes` the master creates its parameter-server and worker pods,
 a Service per parameter server and a ConfigMap, each labelled ``elasticdl-job-name=<prefix>``
@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-log = logging.getLogger("elasticdl.workflows.cleanup")
+log = logging.getLogger("elasticdl.steps.cleanup")
 
 KINDS = (("pods", "pod"), ("services", "service"), ("configmaps", "config_map"))
 """(resource, the client's method suffix), in the order they are deleted."""
@@ -170,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from elasticdl.steps.step_main import BAD_INPUT, run_step
 
     return run_step(
-        "elasticdl.workflows.cleanup",
+        "elasticdl.steps.cleanup",
         "cleanup",
         add_arguments,
         run_from_args,

@@ -134,13 +134,27 @@ def _add_sql_command(commands: argparse._SubParsersAction) -> None:
         description="Run a SQLFlow-style statement: SELECT ... TRAIN model_def [WITH k=v, ...] "
         "[LABEL col] INTO model, or SELECT ... PREDICT table.column USING model.",
     )
-    sql.add_argument("statement", help="the statement (quote it for the shell)")
+    sql.add_argument(
+        "statement", nargs="?", default="", help="the statement (quote it for the shell)"
+    )
     sql.add_argument("--db", required=True, help="SQLAlchemy URL, e.g. sqlite:///hr.db")
     sql.add_argument(
         "--model_root", default="./models", help="where models named without a URL live"
     )
     sql.add_argument("--model_zoo", default=None, help="for TRAIN: directory or git URL")
     sql.add_argument("--key", default=None, help="for PREDICT into a source table: key column")
+    sql.add_argument(
+        "--on_null",
+        default=None,
+        help="NULLs in the selected rows: error (default), skip (drop the row) or fill:VALUE; "
+        "overrides WITH train.on_null",
+    )
+    sql.add_argument(
+        "--write_back",
+        default="",
+        metavar="DIR",
+        help="instead of a statement: write the predictions a failed PREDICT kept in DIR",
+    )
     sql.add_argument(
         "--engine",
         default="local",
@@ -280,16 +294,34 @@ def _run_inference(args: argparse.Namespace) -> int:
 
 
 def _run_sql(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
-    from elasticdl.runtime.sql.runner import run_statement
+    from elasticdl.runtime.sql.runner import run_statement, write_back_kept
 
+    if bool(args.statement) == bool(args.write_back):
+        raise ValueError("give a statement, or --write_back DIR (kept predictions), not both")
+    if args.on_null is not None:
+        from elasticdl.runtime.sql.statements import null_policy_problem
+
+        problem = null_policy_problem(args.on_null)
+        if problem:
+            raise ValueError(f"--on_null: {problem}")
     if args.engine == "argo":
+        if args.on_null is not None or args.write_back:
+            raise ValueError("--on_null and --write_back work with --engine local only")
         from elasticdl.sql_argo import submit_statement
 
         return submit_statement(args.statement, args.db, args.model_root, args.key, extra)
 
-    result = run_statement(
-        args.statement, args.db, args.model_root, model_zoo=args.model_zoo, key=args.key
-    )
+    if args.write_back:
+        result = write_back_kept(args.write_back, args.db)
+    else:
+        result = run_statement(
+            args.statement,
+            args.db,
+            args.model_root,
+            model_zoo=args.model_zoo,
+            key=args.key,
+            on_null=args.on_null,
+        )
     for note in result.notes:
         print(f"note: {note}")  # after the run: a statement that fails prints one line
     if not result.succeeded:

@@ -39,6 +39,11 @@ def statement_argv(
                 "train.validation.select is not supported with --engine argo yet; convert the "
                 "validation rows with `elasticdl data convert` and pass --validation_data"
             )
+        if "on_null" in train:
+            raise StatementError(
+                "train.on_null is not supported with --engine argo yet; filter or fill the "
+                "NULLs in the SELECT (WHERE col IS NOT NULL, COALESCE(col, 0))"
+            )
         job.pop("engine", None)  # WITH engine.engine: this is --engine argo
         if statement.label is not None:
             label = split_identifier(statement.label)[-1]
@@ -64,6 +69,12 @@ def statement_argv(
         for name, value in {**train, **job}.items():
             argv += [f"--{name}", str(value).lower() if isinstance(value, bool) else str(value)]
         return "train", argv
+    target = split_identifier(statement.result_table)
+    if not key and any(split_identifier(t) == target for t in statement.tables or ()):
+        raise StatementError(
+            "with --engine argo, PREDICT into the table the SELECT reads needs --key COLUMN "
+            "(a selected column that identifies each row); or run it with --engine local"
+        )
     argv = [
         "--trained_model",
         model_location(statement.using, model_root),

@@ -5,9 +5,11 @@
 
 `--data` is the SQL conversion's output (its `schema.json` lists the selected columns and their
 kinds); `--predictions` the prediction job's output over it, made with `--keep_columns '*'`.
-Without `--key`, table T is created or replaced atomically with the selected columns plus C
-(a staging table renamed in one step). With `--key K`, C is added to the existing table T (if
-missing) and filled by matching rows on column K: the source rows are never dropped. A
+Without `--key`, table T is created atomically with the selected columns plus C (a staging
+table renamed in one step), or replaced if an earlier PREDICT created it; any other existing
+table is refused. With `--key K`, C is added to the existing table T (if missing; a column
+PREDICT did not add is refused) and filled by matching rows on column K, in one transaction:
+the source rows are never dropped. A
 classifier's prediction is its class id, as with `elasticdl sql ... PREDICT`.
 
 Exit status 2 with one line on stderr for bad input (the URL's password never appears).
@@ -76,6 +78,9 @@ def run(
 
     if not db:
         raise ValueError("--db is required: the SQLAlchemy URL of the database")
+    from elasticdl.runtime.sql.convert import check_database
+
+    check_database(db)
     if not table:
         raise ValueError("--table is required: the table the predictions go into")
     split_identifier(table)

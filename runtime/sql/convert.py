@@ -21,6 +21,7 @@ row count, the SQL text and the database URL without its password.
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import decimal
 import json
@@ -46,6 +47,7 @@ from elasticdl.runtime.sql.example_encoder import ExampleEncoder, Kind
 log = logging.getLogger("elasticdl.sql")
 
 SCHEMA_FILE = "schema.json"
+CARRIED_FILE = "_carried.jsonl"
 SCHEMA_VERSION = 1
 _TYPE_SAMPLE_BATCHES = 20
 
@@ -231,10 +233,15 @@ class _Columns:
                 f"{kind}; give a numeric fill value"
             ) from None
 
-    def clean(self, rows: list[Sequence[Any]], first_row: int) -> list[Any]:
-        """The batch column by column, NULLs handled, values normalized to their kind."""
+    def clean(
+        self, rows: list[Sequence[Any]], first_row: int, kept: list[int] | None = None
+    ) -> list[Any]:
+        """The batch column by column, NULLs handled, values normalized to their kind; the
+        offsets of the rows kept are appended to `kept` when given."""
         if any(None in row for row in rows):
-            rows = self._without_nulls(rows, first_row)
+            rows = self._without_nulls(rows, first_row, kept)
+        elif kept is not None:
+            kept.extend(range(len(rows)))
         if not rows:
             return [[] for _ in self.names]
         columns: list[Any] = list(zip(*rows, strict=True))
@@ -242,11 +249,15 @@ class _Columns:
             columns[i] = self._normalize(i, kind, columns[i], first_row)
         return columns
 
-    def _without_nulls(self, rows: list[Sequence[Any]], first_row: int) -> list[Sequence[Any]]:
+    def _without_nulls(
+        self, rows: list[Sequence[Any]], first_row: int, kept: list[int] | None
+    ) -> list[Sequence[Any]]:
         out = []
         for offset, row in enumerate(rows):
             if None not in row:
                 out.append(row)
+                if kept is not None:
+                    kept.append(offset)
                 continue
             for i, value in enumerate(row):
                 if value is None:
@@ -261,6 +272,8 @@ class _Columns:
                     "in the SELECT or pass --on_null skip or --on_null fill:VALUE"
                 )
             out.append([self.fill[i] if v is None else v for i, v in enumerate(row)])
+            if kept is not None:
+                kept.append(offset)
         return out
 
     def _normalize(self, i: int, kind: Kind, column: Sequence[Any], first_row: int) -> Any:
@@ -317,11 +330,31 @@ def _sample_kinds(
     return kinds, buffered
 
 
+def check_database(db: str) -> None:
+    """Refuse a SQLite URL whose file does not exist: connecting would create an empty one."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(db)
+    except ArgumentError:
+        return  # _connect says what is wrong with it
+    if url.get_backend_name() != "sqlite" or url.query.get("uri") in ("true", "1"):
+        return
+    path = url.database or ""
+    if path and path != ":memory:" and not Path(path).exists():
+        raise ConversionError(
+            f"--db {redact_url(db)}: no such SQLite database file {path!r} (a relative path "
+            "is taken from the current directory; sqlite:////abs/path.db for an absolute one)"
+        )
+
+
 def _connect(db: str) -> Any:
     from sqlalchemy import create_engine
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
     try:
+        check_database(db)
         return create_engine(db)
     except ArgumentError as err:
         raise ConversionError(
@@ -451,10 +484,13 @@ def convert(
     label_last: bool = False,
     batch_rows: int = 4096,
     storage_options: dict[str, Any] | None = None,
+    carry: Sequence[str] = (),
 ) -> ConversionResult:
     """Convert the rows of `sql` on database `db` into RecordIO + schema.json at `output`.
 
-    `label_last`: without `label`, the last selected column is the label.
+    `label_last`: without `label`, the last selected column is the label. `carry`: selected
+    columns kept beside the records rather than in them (no model input, no NULL policy):
+    one JSON list per written record, in record order, in `_carried.jsonl` (`carried_line`).
     """
     if records_per_file < 1:
         raise ConversionError(f"--records_per_file must be >= 1, got {records_per_file}")
@@ -470,6 +506,15 @@ def convert(
             raise ConversionError(
                 f"the SELECT returns duplicate column names {duplicates}; give them aliases"
             )
+        missing = [c for c in carry if c not in names]
+        if missing:
+            raise ConversionError(f"carried columns {missing} are not selected: {names}")
+        carried: collections.deque[list[Any]] = collections.deque()
+        if carry:
+            keep = [i for i, n in enumerate(names) if n not in carry]
+            batches = _split_carried(batches, keep, [names.index(c) for c in carry], carried)
+            names = [names[i] for i in keep]
+        carried_out = open(staging / CARRIED_FILE, "w") if carry else None  # noqa: SIM115
         if label is None and label_last and names:
             label = names[-1]
             log.info("no label column given: the last selected column %r is the label", label)
@@ -506,12 +551,18 @@ def convert(
             yield from batches
 
         for batch in all_batches():
-            for record in encoder.encode_columns(columns.clean(batch, seen)):
+            kept: list[int] | None = [] if carried_out else None
+            for record in encoder.encode_columns(columns.clean(batch, seen, kept)):
                 shards.write(record)
                 written += 1
+            if carried_out:
+                side = carried.popleft()
+                carried_out.writelines(carried_line(side[i]) + "\n" for i in kept or ())
             seen += len(batch)
             progress.update(written)
         shards.close()
+        if carried_out:
+            carried_out.close()
         progress.update(written, force=True)
         if not written:
             raise ConversionError(
@@ -529,6 +580,7 @@ def convert(
                 for i, (name, kind) in enumerate(zip(names, kinds, strict=True))
             ],
             "label": label,
+            **({"carried": list(carry)} if carry else {}),
             "rows": written,
             "rows_skipped_for_null": columns.skipped_rows,
             "files": shards.files,
@@ -554,6 +606,20 @@ def convert(
         written / max(seconds, 1e-9),
     )
     return ConversionResult(output, written, shards.files, schema)
+
+
+def carried_line(values: Sequence[Any]) -> str:
+    """One record's carried values as a line of `_carried.jsonl` (also how write-back matches)."""
+    return json.dumps(list(values), default=str)
+
+
+def _split_carried(
+    batches: Iterator[list[Any]], keep: list[int], carry: list[int], queue: collections.deque
+) -> Iterator[list[Any]]:
+    """The batches without the carried columns; each batch's carried values go into `queue`."""
+    for batch in batches:
+        queue.append([[row[i] for i in carry] for row in batch])
+        yield [[row[i] for i in keep] for row in batch]
 
 
 def _number_or_text(text: str) -> Any:

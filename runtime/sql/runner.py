@@ -9,10 +9,12 @@
    `train.validation.select` is converted too and evaluated during and after training;
 3. the training job writes the model at `<model_root>/<model>` (or the model's URL);
 
-and for `SELECT ... PREDICT table.column USING model`: the SELECT's rows are converted, a
-prediction job writes one part per task, and the rows (every selected column plus the
-prediction) go into `table`, created or replaced atomically, or, when the SELECT reads
-`table` itself, into a new column of it matched on its primary key (or `key`).
+and for `SELECT ... PREDICT table.column USING model`: where the predictions may go is decided
+first (`predict_plan`: a new table, one an earlier PREDICT created, or a new column of the
+table the SELECT reads, matched on its key, carried through the conversion when not
+selected); then the SELECT's rows are converted, a prediction job writes one part per task,
+and `predict_writer` writes them. When the database refuses that write, the predictions are
+kept for `write_back_kept` (`elasticdl sql --write_back DIR`).
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elasticdl.runtime.sql.convert import ConversionError, convert
+from elasticdl.runtime.sql.convert import ConversionError, check_database, convert, redact_url
+from elasticdl.runtime.sql.predict_plan import plan_write
 from elasticdl.runtime.sql.statements import (
     ModelRef,
     PredictStatement,
     StatementError,
     TrainStatement,
     parse_statement,
+    select_with_columns,
     split_identifier,
 )
 
@@ -49,6 +53,7 @@ class StatementResult:
     error: str = ""
     notes: list[str] = field(default_factory=list)
     report: dict[str, Any] = field(default_factory=dict)
+    kept: str = ""  # where predictions that could not be written are kept
 
     @property
     def succeeded(self) -> bool:
@@ -81,16 +86,58 @@ def run_statement(
     key: str | None = None,
     work_dir: str | None = None,
     job_options: dict[str, Any] | None = None,
+    on_null: str | None = None,
 ) -> StatementResult:
-    """Run one statement; bad input raises ValueError (StatementError, ConversionError, ...)."""
+    """Run one statement; bad input raises ValueError (StatementError, ConversionError, ...).
+
+    `on_null` (error, skip, fill:VALUE) overrides a TRAIN statement's `train.on_null`."""
     statement = parse_statement(text)
+    check_database(db)
     work = Path(tempfile.mkdtemp(prefix="elasticdl-sql-", dir=work_dir))
+    result = None
     try:
         if isinstance(statement, TrainStatement):
-            return _train(statement, db, model_root, model_zoo, work, job_options or {})
-        return _predict(statement, db, model_root, key, work, job_options or {})
+            result = _train(statement, db, model_root, model_zoo, work, job_options or {}, on_null)
+        else:
+            result = _predict(statement, db, model_root, key, work, job_options or {}, on_null)
+        return result
     finally:
+        if result is None or not result.kept:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def write_back_kept(directory: str, db: str) -> StatementResult:
+    """Write predictions a PREDICT kept when the database refused them (see predict_writer)."""
+    from elasticdl.runtime.sql import predict_writer
+
+    check_database(db)
+    work = Path(directory)
+    info = predict_writer.load_plan(work, db)
+    result = _write(work, db, info, "")
+    if not result.kept:
         shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def _write(work: Path, db: str, info: dict[str, Any], model: str) -> StatementResult:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from elasticdl.runtime.sql import predict_writer
+
+    table = info["table"]
+    try:
+        count = predict_writer.write(work, db, info)
+    except SQLAlchemyError as err:
+        predict_writer.keep(work)
+        reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+        error = (
+            f"writing the predictions into {table} failed on {redact_url(db)}: {reason}; they "
+            f"are kept in {work}: once the database is ready, write them with `elasticdl sql "
+            f"--write_back {work} --db {redact_url(db)}`"
+        )
+        return StatementResult("predict", "failed", model, table=table, error=error, kept=str(work))
+    log.info("wrote %d prediction(s) into %s.%s", count, table, info["column"])
+    return StatementResult("predict", "succeeded", model, rows=count, table=table)
 
 
 def _train(
@@ -100,6 +147,7 @@ def _train(
     model_zoo: str | None,
     work: Path,
     job_options: dict[str, Any],
+    on_null: str | None,
 ) -> StatementResult:
     from elasticdl.runtime.master.job import TrainingJob
     from elasticdl.runtime.master.options import options_from_kwargs
@@ -118,12 +166,14 @@ def _train(
         label = _bare(last)
         notes.append(f"no LABEL clause: the last selected column {label!r} is the label")
     output = model_location(statement.into, model_root)
-    data = convert(db, statement.select, str(work / "train"), label=label)
+    on_null = on_null or train.pop("on_null", "error")
+    train.pop("on_null", None)
+    data = convert(db, statement.select, str(work / "train"), label=label, on_null=on_null)
     if label not in [c["name"] for c in data.schema["columns"]]:
         raise ConversionError(f"label column {label!r} is not among the selected columns")
     validation = train.pop("validation_select", None)
     if validation:
-        convert(db, validation, str(work / "validation"), label=label)
+        convert(db, validation, str(work / "validation"), label=label, on_null=on_null)
         train["validation_data"] = str(work / "validation")
     options = options_from_kwargs(
         model_def=statement.model_def,
@@ -152,25 +202,40 @@ def _predict(
     key: str | None,
     work: Path,
     job_options: dict[str, Any],
+    on_null: str | None,
 ) -> StatementResult:
     from elasticdl.runtime.master.inference_job import InferenceJob, InferenceOptions
-    from elasticdl.runtime.prediction_output import read_rows
-    from elasticdl.runtime.sql import writeback
+    from elasticdl.runtime.sql import predict_writer, writeback
     from elasticdl.runtime.trained_model import read_trained_model
 
     model = model_location(statement.using, model_root)
     read_trained_model(model)
-    data = convert(db, statement.select, str(work / "predict"))
+    table, column = statement.result_table, _bare(statement.result_column)
+    reads = _reads_table(statement)
+    selected = [_bare(c.name) for c in statement.columns if c.name]
+    source = statement.tables[0] if statement.tables and len(statement.tables) == 1 else None
+    facts = writeback.describe(db, table)
+    plan = plan_write(table, column, reads, facts, selected, key, source)
+    select = statement.select
+    if plan.carry:
+        if source is None or split_identifier(source) != split_identifier(table):
+            need = f"select its key column {plan.key!r}" if plan.key else "give it a key"
+            raise StatementError(
+                f"to add a column to {table}, the SELECT must read {table} alone; {need} "
+                "(or pass --key COLUMN)"
+            )
+        select = select_with_columns(select, writeback.carry_items(db, plan))
+    carry = [f"{writeback.CARRY_PREFIX}{i}" for i in range(len(plan.carry))]
+    data = convert(db, select, str(work / "predict"), on_null=on_null or "error", carry=carry)
     columns = [(c["name"], c["dtype"]) for c in data.schema["columns"]]
     names = [name for name, _ in columns]
-    result_column = _bare(statement.result_column)
-    if result_column in names:
+    if column in names:
         raise StatementError(
-            f"the SELECT already returns a column {result_column!r}; name the prediction "
-            "column differently"
+            f"the SELECT already returns a column {column!r}; name the prediction column "
+            "differently"
         )
-    table = statement.result_table
-    key_column = _target_key(db, table, key, names) if _reads_table(statement) else None
+    facts_kept = {"table": table, "column": column, "reads_table": reads, "selected": selected}
+    predict_writer.save_plan(work, db, plan, given_key=key, columns=columns, **facts_kept)
     predicted = InferenceJob(
         InferenceOptions(
             data=str(work / "predict"),
@@ -184,23 +249,8 @@ def _predict(
         return StatementResult(
             "predict", "failed", model, error=predicted.error, report=predicted.report
         )
-    rows = [
-        row
-        for part in sorted((work / "predictions").glob("part-*"))
-        for row in read_rows(str(part), "recordio")
-    ]
-    values, kind = prediction_values(rows)
-    if key_column is not None:
-        pairs = [(row[key_column][0], value) for row, value in zip(rows, values, strict=True)]
-        count = writeback.fill_column(db, table, result_column, key_column, pairs)
-    else:
-        out_rows = (
-            tuple(row[name][0] if row.get(name) else None for name in names) + (value,)
-            for row, value in zip(rows, values, strict=True)
-        )
-        count = writeback.replace_table(db, table, [*columns, (result_column, kind)], out_rows)
-    log.info("wrote %d prediction(s) into %s.%s", count, table, result_column)
-    return StatementResult("predict", "succeeded", model, rows=count, table=table)
+    info = predict_writer.load_plan(work, db)
+    return _write(work, db, info, model)
 
 
 def prediction_values(rows: list[dict[str, Any]]) -> tuple[list[Any], str]:
@@ -216,29 +266,3 @@ def prediction_values(rows: list[dict[str, Any]]) -> tuple[list[Any], str]:
 def _reads_table(statement: PredictStatement) -> bool:
     target = split_identifier(statement.result_table)
     return any(split_identifier(t) == target for t in statement.tables or ())
-
-
-def _target_key(db: str, table: str, key: str | None, names: list[str]) -> str:
-    """The column that matches predictions to rows of `table` (its primary key by default)."""
-    if key is None:
-        from sqlalchemy import create_engine, inspect
-
-        schema, name = (None, *split_identifier(table))[-2:]
-        engine = create_engine(db)
-        try:
-            primary = inspect(engine).get_pk_constraint(name, schema=schema)
-        finally:
-            engine.dispose()
-        found = primary.get("constrained_columns") or []
-        if len(found) != 1:
-            raise StatementError(
-                f"the SELECT reads {table} itself, so predictions are added as a column matched "
-                "on its primary key, but it has none (or a composite one); pass --key COLUMN"
-            )
-        key = found[0]
-    if key not in names:
-        raise StatementError(
-            f"to add the prediction to {table}, the SELECT must return its key column {key!r} "
-            f"(it returns {names})"
-        )
-    return key

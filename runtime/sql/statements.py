@@ -32,7 +32,7 @@ quoted one with its quotes (``db."My Table"``). `split_identifier` gives the unq
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,7 @@ TRAIN_KEYS: dict[str, str] = {
     "seed": "seed",
     "use_async": "use_async",
     "grads_to_wait": "grads_to_wait",
+    "on_null": "on_null",
 }
 _ENGINE = "num_workers num_ps max_worker_relaunches task_timeout_floor intra_op_threads engine"
 ENGINE_KEYS: dict[str, str] = {k: k for k in _ENGINE.split()}
@@ -272,12 +273,49 @@ def _check_option(option: str, value: Any) -> str | None:
         if not toks or not toks[0].word("SELECT") or any(t.op(";") for t in toks):
             return "must be a quoted SELECT statement, e.g. 'SELECT a, b FROM t WHERE ...'"
         return None
+    if option == "on_null":
+        return null_policy_problem(value)
     if option in _BOOL_OPTIONS:
         return None if isinstance(value, bool) else f"must be True or False, got {value!r}"
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if option in _NUMBER_OPTIONS:
         return None if number else f"must be a number, got {value!r}"
     return None if number and isinstance(value, int) else f"must be an integer, got {value!r}"
+
+
+def null_policy_problem(value: Any) -> str | None:
+    """Why `value` is not a NULL policy (error, skip or fill:VALUE), or None."""
+    if value in ("error", "skip") or (isinstance(value, str) and value.startswith("fill:")):
+        return None
+    return f"expected error, skip or fill:VALUE (e.g. fill:0), got {value!r}"
+
+
+def select_with_columns(select: str, items: Sequence[str]) -> str:
+    """`select` with `items` (SQL text, already quoted by the caller) appended to its column list.
+
+    Used to carry a table's key through a conversion the user did not ask for; refused
+    (StatementError) where more columns would change the rows: DISTINCT, GROUP BY, HAVING, set
+    operations, or no FROM.
+    """
+    toks = _tokenize(select)
+    depth, from_pos = 0, None
+    for tok in toks:
+        depth += tok.op("(") - tok.op(")")
+        if depth:
+            continue
+        if tok.word("DISTINCT", "GROUP", "HAVING", *_SET_OPS):
+            raise StatementError(
+                f"cannot add columns to a SELECT with {tok.text.upper()}: it would change its "
+                "rows; select the key column yourself",
+                select,
+                tok.pos,
+            )
+        if from_pos is None and tok.word("FROM"):
+            from_pos = tok.pos
+    if from_pos is None:
+        raise StatementError("the SELECT has no FROM clause", select, len(select))
+    head = select[:from_pos].rstrip()
+    return f"{head}, {', '.join(items)} {select[from_pos:]}"
 
 
 def split_with(

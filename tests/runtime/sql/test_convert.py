@@ -184,7 +184,7 @@ def test_bad_queries_are_clear(tmp_path, hr_db, sql, message):
 
 
 def test_db_down_output_taken_and_password_redaction(tmp_path, hr_db):
-    with pytest.raises(ConversionError, match="cannot connect to sqlite:///"):
+    with pytest.raises(ConversionError, match="no such SQLite database file"):
         convert(f"sqlite:///{tmp_path}/missing/dir/x.db", "SELECT 1", str(tmp_path / "o"))
     taken = tmp_path / "taken"
     taken.mkdir()
@@ -274,3 +274,28 @@ def test_conversion_to_an_object_store_uploads_schema_last(hr_db):
     assert names == ["data-00000.recordio", "schema.json"] and result.rows == 1000
     assert len(list(read_records("memory://converted/employee/data-00000.recordio"))) == 1000
     fs.rm("/converted", recursive=True)
+
+
+def test_carried_columns_stay_beside_the_records_in_record_order(tmp_path):
+    db = tmp_path / "c.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, x REAL, note TEXT)")
+        rows = [(i, None if i % 3 == 0 else i / 2, None) for i in range(10)]
+        conn.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
+    result = convert(
+        f"sqlite:///{db}",
+        "SELECT x, id, note FROM t ORDER BY id",
+        str(tmp_path / "out"),
+        on_null="skip",
+        carry=["id", "note"],
+        batch_rows=4,
+    )
+    assert [c["name"] for c in result.schema["columns"]] == ["x"]
+    assert result.schema["carried"] == ["id", "note"] and result.rows == 6
+    records = [parsed(r) for f in result.files for r in read_records(str(tmp_path / "out" / f))]
+    assert [r["x"][1][0] for r in records] == [i / 2 for i in range(10) if i % 3]
+    assert all(set(r) == {"x"} for r in records), "carried columns are no model input"
+    carried = (tmp_path / "out" / "_carried.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in carried] == [[i, None] for i in range(10) if i % 3]
+    with pytest.raises(ConversionError, match="carried columns"):
+        convert(f"sqlite:///{db}", "SELECT x FROM t", str(tmp_path / "o2"), carry=["id"])

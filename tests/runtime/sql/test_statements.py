@@ -446,3 +446,32 @@ def test_split_with_errors_and_suggestions():
         split_with({"train.batch_size": 1, "train.minibatch_size": 2})
     with pytest.raises(StatementError, match="WITH engine.engine: must be one of local, argo"):
         split_with({"engine.engine": "k8s"})
+
+
+def test_select_with_columns_appends_before_from():
+    from elasticdl.runtime.sql.statements import select_with_columns
+
+    add = ['"id" AS "__c0"']
+    assert (
+        select_with_columns("SELECT name, (SELECT 1 FROM x) AS y FROM t WHERE a = 'FROM'", add)
+        == 'SELECT name, (SELECT 1 FROM x) AS y, "id" AS "__c0" FROM t WHERE a = \'FROM\''
+    )
+    assert select_with_columns("SELECT * FROM t", add) == 'SELECT *, "id" AS "__c0" FROM t'
+    for select, word in [
+        ("SELECT DISTINCT name FROM t", "DISTINCT"),
+        ("SELECT role, COUNT(*) FROM t GROUP BY role", "GROUP"),
+        ("SELECT a FROM t UNION SELECT a FROM u", "UNION"),
+    ]:
+        with pytest.raises(StatementError, match=f"with {word}"):
+            select_with_columns(select, add)
+    with pytest.raises(StatementError, match="no FROM"):
+        select_with_columns("SELECT 1", add)
+
+
+def test_on_null_is_a_train_with_key():
+    stmt = parse_statement(
+        "SELECT a, b FROM t TRAIN regressor.DNN WITH train.on_null='fill:0' INTO m"
+    )
+    assert stmt.split_with()[1] == {"on_null": "fill:0"}
+    with pytest.raises(StatementError, match="expected error, skip or fill:VALUE"):
+        parse_statement("SELECT a, b FROM t TRAIN regressor.DNN WITH train.on_null=drop INTO m")

@@ -62,6 +62,10 @@ class JobConfig:
     output_format: str = "recordio"
     keep_columns: tuple[str, ...] = ()
     """predict: input columns copied into each output row."""
+    secret_file: str = ""
+    """The job's secret (runtime/auth.py), relative to this file's directory; empty: none."""
+    tls_dir: str = ""
+    """TLS certificate, key and CA for the job's channels (runtime/auth.py); empty: no TLS."""
 
     def load_spec(self) -> Any:
         """Resolve the model spec from the zoo root (no clone: the master did it)."""

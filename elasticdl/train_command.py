@@ -108,6 +108,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds without progress before a task times out",
     )
     job.add_argument("--master_port", type=int, default=0, help="0: any free port")
+    job.add_argument(
+        "--tls_dir",
+        default="",
+        help="TLS on the job's channels: a directory with tls.crt, tls.key [, ca.crt, "
+        "server_name] (local engine; default: no TLS, the job's secret only)",
+    )
     job.add_argument("--chaos", default="", help="scripted failures, e.g. worker1:kill@tasks=3")
     job.add_argument("--seed", type=int, default=0)
     job.add_argument("--shuffle", type=_bool, default=True)
@@ -162,6 +168,7 @@ def options_from_namespace(args: argparse.Namespace) -> TrainOptions:
         max_task_retries=args.max_task_retries,
         task_timeout_floor_s=args.task_timeout_floor_s,
         master_port=args.master_port,
+        tls_dir=args.tls_dir,
         chaos=args.chaos,
         seed=args.seed,
         shuffle=args.shuffle,

@@ -213,7 +213,13 @@ def make_instance_manager(
     namespace = options.pod_namespace or current_namespace()
     image = options.pod_image or own_pod_image(api_client, namespace)
     spec = options.cluster_spec(job_name, master_addr, image=image, namespace=namespace)
-    credentials = auth.for_process(config_path, json.loads(config_json).get("secret_file", ""))
+    settings = json.loads(config_json)
+    if settings.get("tls_dir"):
+        raise m.ManifestError(
+            "--tls_dir is for the local engine: the pods of --instance_manager kubernetes "
+            "cannot read the master's files (TLS from a Kubernetes Secret is not built yet)"
+        )
+    credentials = auth.for_process(config_path, settings.get("secret_file", ""))
     secret = credentials.secret if credentials is not None else ""
     return KubernetesInstanceManager(spec, config_json, api_client=api_client, job_secret=secret)
 

@@ -281,7 +281,7 @@ class TrainingJob:
     def run(self) -> JobResult:
         """Run the job to the end; raise ValueError/FileNotFoundError for bad input."""
         config, tasks, sample, work = self._prepare()
-        config, credentials = auth.secure(config, work)
+        config, credentials = auth.secure(config, work, self.options.tls_dir)
         config_path = config.write(work / "job.json")
         servicer = MasterServicer(tasks, scale_inbox=self.scale_inbox, hold_workers=True)
         server, port = serve_master(

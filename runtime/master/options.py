@@ -39,6 +39,8 @@ class TrainOptions:
     task_timeout_floor_s: float = 300.0
     master_host: str = "127.0.0.1"
     master_port: int = 0
+    tls_dir: str = ""
+    """TLS certificate, key and CA for the job's channels (runtime/auth.py load_tls)."""
     chaos: str = ""
     seed: int = 0
     shuffle: bool = True

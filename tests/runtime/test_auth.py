@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import stat
 import time
 
 import grpc
 import pytest
+from tls_certs import self_signed
 
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
@@ -105,45 +104,8 @@ def test_the_secret_file_is_private_and_the_secret_stays_out_of_repr(tmp_path):
     assert auth.for_process(tmp_path / "job.json", "job.secret") == credentials
 
 
-def _self_signed(directory, name: str = "elasticdl") -> None:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName(name), x509.IPAddress(ipaddress.ip_address("127.0.0.2"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (directory / "tls.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-
-
 def test_tls_channels_carry_the_secret_and_plain_clients_are_shut_out(tmp_path):
-    _self_signed(tmp_path / "tls")
+    self_signed(tmp_path / "tls")
     tls = auth.load_tls(tmp_path / "tls")
     assert tls.ca == tls.cert and tls.server_name == "elasticdl"
     credentials = auth.new_auth(tls)
@@ -156,7 +118,7 @@ def test_tls_channels_carry_the_secret_and_plain_clients_are_shut_out(tmp_path):
             )
         assert task.task_id > 0
         # TLS but not the secret; the secret without TLS; another CA
-        _self_signed(tmp_path / "other")
+        self_signed(tmp_path / "other")
         others = [
             auth.new_auth(tls),
             auth.JobAuth(credentials.secret),

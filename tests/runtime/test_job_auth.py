@@ -18,6 +18,7 @@ import grpc
 import numpy as np
 import pytest
 from job_checks import assert_records_accounted, context_of, report_of
+from tls_certs import self_signed
 
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
@@ -148,3 +149,42 @@ def test_a_rogue_client_gets_nothing_and_the_report_stays_honest(tmp_path, caplo
         if path.is_file() and path.name != "job.secret" and path.suffix in (".log", ".json"):
             assert secret not in path.read_text(errors="replace"), path
     assert secret not in caplog.text
+
+
+def test_a_job_over_tls_trains_and_plain_clients_are_shut_out(tmp_path):
+    data = tmp_path / "data"
+    gen.generate("regression", str(data), 256, records_per_file=256)
+    self_signed(tmp_path / "tls")
+    output, logs = tmp_path / "model", tmp_path / "logs"
+    job = TrainingJob(
+        TrainOptions(
+            model_def="faulty.custom_model",
+            model_zoo=str(FAULT_ZOO),
+            training_data=str(data),
+            output=str(output),
+            log_dir=str(logs),
+            num_workers=1,
+            records_per_task=64,
+            minibatch_size=32,
+            tls_dir=str(tmp_path / "tls"),
+        )
+    )
+    results, codes = [], set()
+    thread = threading.Thread(target=lambda: results.append(job.run()), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not job.master_addr:
+        assert thread.is_alive() and time.monotonic() < deadline, "the master did not start"
+        time.sleep(0.01)
+    secret_only = auth.read_secret(logs / "job.secret")  # the secret, but no TLS
+    with auth.channel(job.master_addr, secret_only) as channel:
+        stub = elasticdl_pb2_grpc.MasterStub(channel)
+        codes.add(_refused(lambda: stub.get_task(pb.GetTaskRequest(worker_id=0), timeout=5)))
+    thread.join(timeout=240)
+    assert not thread.is_alive(), "the job did not end"
+    (result,) = results
+    assert result.succeeded, result.error
+    assert codes == {grpc.StatusCode.UNAVAILABLE}, codes
+    report = report_of(output)
+    assert report["records"]["trained"] == 256 and set(report["tasks"]["by_worker"]) == {"0"}
+    assert "tls.key" not in (logs / "job.json").read_text()

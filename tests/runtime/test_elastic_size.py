@@ -148,3 +148,8 @@ def test_scale_needs_one_job_and_a_positive_size(capsys):
     assert "--workers must be >= 1, got 0" in capsys.readouterr().err
     assert cli.main(["scale", "--master", "127.0.0.1:1", "--workers", "2"]) == 2
     assert "--master needs --secret_file" in capsys.readouterr().err
+    missing = ["--secret_file", "/nonexistent/logs"]
+    assert cli.main(["scale", "--master", "127.0.0.1:1", "--workers", "2", *missing]) == 2
+    assert "--secret_file: cannot read the job's secret /nonexistent/logs" in (
+        capsys.readouterr().err
+    )

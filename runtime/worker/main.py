@@ -169,7 +169,6 @@ def _predict_task(task: Any, predictor: Any, readers: _Readers) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-
     from elasticdl.proto import elasticdl_pb2 as pb
     from elasticdl.proto import elasticdl_pb2_grpc
     from elasticdl.runtime import auth

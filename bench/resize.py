@@ -61,7 +61,8 @@ def run_job(data: Path, root: Path, name: str, epochs: int, workers: int, grow_t
         while not job.master_addr:
             time.sleep(0.01)
         start = time.perf_counter()
-        figures["answer"] = scale_via_master(job.master_addr, grow_to)
+        secret = str(root / name / "logs")
+        figures["answer"] = scale_via_master(job.master_addr, grow_to, secret_file=secret)
         figures["answer_s"] = time.perf_counter() - start
 
     thread = threading.Thread(target=grow, daemon=True) if grow_to else None

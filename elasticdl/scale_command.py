@@ -1,11 +1,14 @@
 """`elasticdl scale`: resize a running training job.
 
     elasticdl scale JOB --workers N [--namespace NS] [--kubeconfig PATH] [--context CTX]
-    elasticdl scale --master HOST:PORT --workers N
+    elasticdl scale --master HOST:PORT --secret_file LOG_DIR --workers N
 
 On Kubernetes (JOB: the job name, on Argo the workflow's name) the request goes through an
 annotation on the job's ConfigMap (runtime/k8s/scale.py); anywhere the master can be reached
-(the local engine logs "master on HOST:PORT"), through its `scale_workers` gRPC call. Either
+(the local engine logs "master on HOST:PORT, logs in LOG_DIR"), through its `scale_workers` gRPC
+call, from the master's machine only and authenticated like every call to a job: with the
+job's secret, which `--secret_file` reads (the job's `job.secret`, mode 0600, or the log
+directory that holds it; runtime/auth.py). Either
 way the command prints the master's answer: exit status 0 when applied, 1 when the master
 refused (e.g. below --min_workers), 2 when the request could not be delivered.
 """
@@ -30,6 +33,11 @@ def add_scale_command(commands: argparse._SubParsersAction) -> None:
         "job", nargs="?", default="", help="the job's name (Kubernetes; on Argo: the workflow)"
     )
     scale.add_argument("--master", default="", help="HOST:PORT of the job's master, instead of JOB")
+    scale.add_argument(
+        "--secret_file",
+        default="",
+        help="with --master: the job's secret (LOG_DIR/job.secret, or LOG_DIR itself)",
+    )
     scale.add_argument("--workers", type=int, required=True, help="the number of workers wanted")
     scale.add_argument("--namespace", default="", help="default: the kubeconfig context's")
     scale.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG or ~/.kube")
@@ -48,9 +56,14 @@ def run_scale(args: argparse.Namespace) -> int:
         raise ValueError("give the job's name (Kubernetes) or --master HOST:PORT, one of them")
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    if args.master and not args.secret_file:
+        raise ValueError(
+            "--master needs --secret_file: the job's log directory (it logged 'master on "
+            "HOST:PORT, logs in LOG_DIR') or the job.secret file in it"
+        )
     try:
         if args.master:
-            message = scale_via_master(args.master, args.workers)
+            message = scale_via_master(args.master, args.workers, secret_file=args.secret_file)
         else:
             message = _scale_on_kubernetes(args)
     except ScaleRefused as err:
@@ -60,17 +73,31 @@ def run_scale(args: argparse.Namespace) -> int:
     return 0
 
 
-def scale_via_master(address: str, workers: int, timeout_s: float | None = None) -> str:
-    """Ask the master at `address` (gRPC) for `workers` workers; its answer.
+def scale_via_master(
+    address: str, workers: int, timeout_s: float | None = None, secret_file: str = ""
+) -> str:
+    """Ask the master at `address` (gRPC) for `workers` workers; its answer. `secret_file`:
+    the job's `job.secret` or its directory (none: the call is refused, UNAUTHENTICATED).
 
     ScaleRefused when it says no; ValueError when it cannot be reached or did not answer."""
+    from pathlib import Path
+
     import grpc
 
     from elasticdl.proto import elasticdl_pb2 as pb
     from elasticdl.proto import elasticdl_pb2_grpc
+    from elasticdl.runtime import auth
     from elasticdl.runtime.master.servicer import SCALE_ANSWER_S
 
-    with grpc.insecure_channel(address) as channel:
+    credentials = None
+    if secret_file:
+        path = Path(secret_file)
+        path = path / auth.SECRET_FILE if path.is_dir() else path
+        try:
+            credentials = auth.read_secret(path)
+        except auth.AuthError as err:
+            raise ValueError(f"--secret_file: {err}") from None
+    with auth.channel(address, credentials) as channel:
         stub = elasticdl_pb2_grpc.MasterStub(channel)
         try:
             response = stub.scale_workers(

@@ -49,6 +49,7 @@ _RESOLVED_DEFAULTS = {
         ("job_type", str, "train"),
         ("prediction_dir", str, ""),
         ("keep_columns", tuple, ()),
+        ("secret_file", str, ""),
     ),
     frozen=True,
 )
@@ -58,7 +59,8 @@ class JobConfig:
     checkpoints), plus what the master resolves: the zoo (`model_zoo_root`, its URL and
     commit), `job_type` (train, predict or evaluate; predict and evaluate jobs have no PS),
     `prediction_dir` (predict: where workers write their parts) and `keep_columns` (predict:
-    input columns copied into each output row). `JobConfig.from_options(options, ...)`
+    input columns copied into each output row) and `secret_file` (the job's secret,
+    runtime/auth.py, relative to this file's directory). `JobConfig.from_options(options, ...)`
     copies the fields an options object shares with it."""
 
     @classmethod

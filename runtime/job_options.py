@@ -528,6 +528,12 @@ TRAIN: tuple[Option, ...] = (
     ),
     Option("seed", "random seed of the data order and the model", int, 0, takes=_JOB_CONFIG),
     Option("shuffle", "shuffle the tasks of each epoch", bool, True, takes=_JOB_CONFIG),
+    Option(
+        "tls_dir",
+        "TLS on the job's channels: a directory with tls.crt, tls.key [, ca.crt, server_name] "
+        "(local engine; default: no TLS, the job's secret only)",
+        takes=_JOB_CONFIG,
+    ),
     *_shared(64, "seconds without progress before a task times out", "worker1:kill@tasks=3"),
     _ENGINE,
     INSTANCE_MANAGER,

@@ -9,10 +9,12 @@ The ServiceAccount the workflows run as may, in its own namespace only:
 * services, configmaps: create, get, list, watch, delete, deletecollection -- the master gives
   each parameter server a Service (a stable address) and its pods the job's config in a
   ConfigMap; the exit handler lists and deletes leftovers by label;
+* secrets: create, delete, deletecollection -- the master hands its pods the job's secret
+  (runtime/auth.py) in a Secret it creates and deletes; it cannot read any Secret;
 * argoproj.io workflowtaskresults: create, patch -- what Argo's executor (v3.4+) needs to report
   a step's outputs.
 
-Nothing cluster-wide, no secrets, no exec.
+Nothing cluster-wide, no reading secrets, no exec.
 """
 
 from __future__ import annotations
@@ -32,6 +34,13 @@ ROLE_RULES: list[dict[str, Any]] = [
         "apiGroups": [""],
         "resources": ["services", "configmaps"],
         "verbs": ["create", "get", "list", "watch", "delete", "deletecollection"],
+    },
+    {
+        # The job's secret (runtime/auth.py), in a Secret the master creates for its pods;
+        # no get/list/watch: the master never reads a Secret back, nor anyone else's.
+        "apiGroups": [""],
+        "resources": ["secrets"],
+        "verbs": ["create", "delete", "deletecollection"],
     },
     {
         "apiGroups": ["argoproj.io"],

@@ -21,6 +21,7 @@ from elasticdl.workflows.argo import (
     build_workflow,
 )
 from elasticdl.workflows.definitions import PIPELINES, pipeline
+from elasticdl.workflows.network_policy import job_network_policy
 from elasticdl.workflows.rbac import rbac_objects, semaphore_configmap
 from elasticdl.workflows.steps import Engine
 
@@ -66,7 +67,8 @@ def render_objects(
 def install_objects(
     options: ArgoOptions | None = None, max_concurrent_jobs: int | None = None
 ) -> list[dict[str, Any]]:
-    """Both WorkflowTemplates with their default parameters, then RBAC (and the semaphore)."""
+    """Both WorkflowTemplates with their default parameters, then RBAC, the job pods'
+    NetworkPolicy (and the semaphore)."""
     options = options or ArgoOptions()
     extra: list[dict[str, Any]] = []
     if max_concurrent_jobs is not None:
@@ -74,7 +76,8 @@ def install_objects(
         extra.append(semaphore_configmap(name, key, max_concurrent_jobs, options.namespace))
         options = _replace(options, semaphore=SEMAPHORE)
     objects = [render_objects(n, {}, kind="template", options=options)[0] for n in PIPELINES]
-    return objects + rbac_objects(options.service_account, options.namespace) + extra
+    policy = [job_network_policy(options.namespace)]
+    return objects + rbac_objects(options.service_account, options.namespace) + policy + extra
 
 
 def _replace(options: ArgoOptions, **changes: Any) -> ArgoOptions:

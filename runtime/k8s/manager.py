@@ -2,7 +2,8 @@
 
 The same interface as `LocalInstanceManager` (mechanism only; the master keeps the policy):
 
-* `start_ps(i)` creates, once per job, the ConfigMap with job.json and PS i's Service, then a
+* `start_ps(i)` creates, once per job, the Secret with the job's secret, the ConfigMap with
+  job.json and PS i's Service, then a
   pod for PS i (a relaunch: the next generation `<job>-ps-<i>-r<n>`), and returns the
   Service's stable address at once. `start_worker(id, ps)` creates pod `<job>-worker-<id>`.
   Pods are created by a background thread: a creation the API refuses for a transient reason
@@ -21,8 +22,8 @@ The same interface as `LocalInstanceManager` (mechanism only; the master keeps t
 * `alive(role)`: instances started and not ended (creation pending, Pending, Running).
 * `listen_for_scale(inbox)`: resize requests annotated on the job's ConfigMap (scale.py).
 * `shutdown(grace_s)` deletes the job's pods (grace `grace_s`), waits up to `grace_s` + 10 s
-  for them to end, then deletes the Services and the ConfigMap. ownerReferences to the master
-  pod cover a master that crashed before it could.
+  for them to end, then deletes the Services, the ConfigMap and the Secret. ownerReferences
+  to the master pod cover a master that crashed before it could.
 """
 
 from __future__ import annotations
@@ -162,8 +163,11 @@ class KubernetesInstanceManager(InstanceManager):
         backoff: Callable[[], CreationBackoff] = CreationBackoff,
         resync_s: float = 300.0,
         watch_timeout_s: int = 30,
+        job_secret: str = "",
     ) -> None:
+        """`job_secret`: the job's secret (runtime/auth.py), put in the job's Secret."""
         self.spec = spec
+        self._job_secret = job_secret
         self.prefix = spec.prefix
         self.namespace = spec.namespace
         self._config_json = config_json
@@ -296,6 +300,12 @@ class KubernetesInstanceManager(InstanceManager):
                 self.namespace, label_selector=self._selector
             ),
         )
+        self._call(
+            "delete the secret",
+            lambda: self._api.delete_collection_namespaced_secret(
+                self.namespace, label_selector=self._selector
+            ),
+        )
         self._stopping = True
         watch = self._watch
         if watch is not None:
@@ -305,6 +315,7 @@ class KubernetesInstanceManager(InstanceManager):
 
     def _ensure_config(self) -> None:
         if not self._config_created:
+            self._create_now("secret", manifests.job_secret(self.spec, self._job_secret))
             body = manifests.config_map(self.spec, self._config_json, self._config_annotations)
             self._create_now("config_map", body)
             self._config_created = True

@@ -2,8 +2,10 @@
 
 Per job (`ClusterSpec` holds what they share):
 
-* a ConfigMap `<job>-config` with `job.json` (the `JobConfig` the master wrote), mounted
-  read-only at `/etc/elasticdl/job.json` in every PS and worker pod;
+* a ConfigMap `<job>-config` with `job.json` (the `JobConfig` the master wrote) and a Secret
+  `<job>-auth` with `job.secret` (the job's secret, runtime/auth.py), projected together
+  read-only into `/etc/elasticdl/` in every PS and worker pod (the secret is never an
+  argument or an environment value);
 * per parameter server: a ClusterIP Service `<job>-ps-<i>` selecting that shard's pod, so a
   relaunched PS keeps its address `<job>-ps-<i>.<namespace>.svc:<port>`, and a pod
   `<job>-ps-<i>` (a relaunch: `<job>-ps-<i>-r<n>`, the Service finds it by its labels);
@@ -38,6 +40,8 @@ CONFIG_DIR = "/etc/elasticdl"
 CONFIG_FILE = "job.json"
 CONFIG_PATH = f"{CONFIG_DIR}/{CONFIG_FILE}"
 CONFIG_VOLUME = "elasticdl-config"
+SECRET_KEY = "job.secret"
+"""The job secret's key in the Secret and its file name beside job.json (auth.SECRET_FILE)."""
 PS_PORT = 2222
 
 LABEL_JOB = "elasticdl-job-name"
@@ -75,6 +79,10 @@ def name_prefix(job_name: str) -> str:
 
 def config_map_name(prefix: str) -> str:
     return f"{prefix}-config"
+
+
+def secret_name(prefix: str) -> str:
+    return f"{prefix}-auth"
 
 
 def ps_service_name(prefix: str, ps_id: int) -> str:
@@ -480,6 +488,19 @@ def config_map(
     }
 
 
+def job_secret(spec: ClusterSpec, secret: str) -> dict[str, Any]:
+    """The Secret holding the job's secret (runtime/auth.py), owned like every other object."""
+    import base64
+
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _metadata(spec, secret_name(spec.prefix), {LABEL_JOB: spec.prefix}),
+        "data": {SECRET_KEY: base64.b64encode(secret.encode()).decode()},
+    }
+
+
 def ps_service(spec: ClusterSpec, ps_id: int) -> dict[str, Any]:
     """The ClusterIP Service that gives PS `ps_id` a stable address across relaunches."""
     labels = replica_labels(spec.prefix, "ps", ps_id)
@@ -519,6 +540,12 @@ def _env(spec: ClusterSpec, role: str, index: int) -> list[dict[str, Any]]:
     return env
 
 
+def _config_sources(spec: ClusterSpec) -> list[dict[str, Any]]:
+    """job.json from the ConfigMap and, beside it, job.secret from the job's Secret."""
+    secret = {"name": secret_name(spec.prefix), "items": [{"key": SECRET_KEY, "path": SECRET_KEY}]}
+    return [{"configMap": {"name": config_map_name(spec.prefix)}}, {"secret": secret}]
+
+
 def _pod(
     spec: ClusterSpec,
     role: str,
@@ -535,7 +562,7 @@ def _pod(
         *(dict(v.mount) for v in spec.volumes),
     ]
     volumes: list[dict[str, Any]] = [
-        {"name": CONFIG_VOLUME, "configMap": {"name": config_map_name(spec.prefix)}},
+        {"name": CONFIG_VOLUME, "projected": {"sources": _config_sources(spec)}},
         *(dict(v.volume) for v in spec.volumes),
     ]
     container: dict[str, Any] = {

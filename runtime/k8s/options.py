@@ -258,6 +258,7 @@ def make_instance_manager(
     `lambda path, addr, _: make_instance_manager(options, path, addr)`."""
     import json
 
+    from elasticdl.runtime import auth
     from elasticdl.runtime.k8s.manager import (
         KubernetesInstanceManager,
         current_namespace,
@@ -270,7 +271,15 @@ def make_instance_manager(
     namespace = options.pod_namespace or current_namespace()
     image = options.pod_image or own_pod_image(api_client, namespace)
     spec = options.cluster_spec(job_name, master_addr, image=image, namespace=namespace)
-    return KubernetesInstanceManager(spec, config_json, api_client=api_client)
+    settings = json.loads(config_json)
+    if settings.get("tls_dir"):
+        raise m.ManifestError(
+            "--tls_dir is for the local engine: the pods of --instance_manager kubernetes "
+            "cannot read the master's files (TLS from a Kubernetes Secret is not built yet)"
+        )
+    credentials = auth.for_process(config_path, settings.get("secret_file", ""))
+    secret = credentials.secret if credentials is not None else ""
+    return KubernetesInstanceManager(spec, config_json, api_client=api_client, job_secret=secret)
 
 
 ManagerFactory = Callable[[Path, str, Path], "InstanceManager"]

@@ -37,6 +37,7 @@ from typing import Any
 
 import fsspec
 
+from elasticdl.runtime import auth
 from elasticdl.runtime import prediction_output as parts
 from elasticdl.runtime.data.metadata import DatasetMetadata
 from elasticdl.runtime.data.planner import count_files
@@ -255,8 +256,9 @@ class InferenceJob:
             servicer.evaluations.start(
                 int(facts["trained"].model_version), list(range(1, len(shards) + 1)), 0.0
             )
+        config, credentials = auth.secure(config, work)
         config_path = config.write(work / "job.json")
-        server, port = serve_master(servicer, o.master_host, o.master_port)
+        server, port = serve_master(servicer, o.master_host, o.master_port, credentials)
         master_addr = host_port(o.master_host, port)
         try:
             manager = self._manager_factory(config_path, master_addr, work)
@@ -265,6 +267,7 @@ class InferenceJob:
             if config.prediction_dir:
                 _remove(config.prediction_dir)
             raise
+        servicer.admit_workers(lambda: manager.alive(Role.WORKER))
         log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
         self._t0 = time.monotonic()
         status, error, metrics = "failed", "", {}

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elasticdl.runtime import auth
 from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import plan_shards
@@ -262,15 +263,19 @@ class TrainingJob:
     def run(self) -> JobResult:
         """Run the job to the end; raise ValueError/FileNotFoundError for bad input."""
         config, tasks, sample, work = self._prepare()
+        config, credentials = auth.secure(config, work, self.options.tls_dir)
         config_path = config.write(work / "job.json")
         servicer = MasterServicer(tasks, scale_inbox=self.scale_inbox, hold_workers=True)
-        server, port = serve_master(servicer, self.options.master_host, self.options.master_port)
+        server, port = serve_master(
+            servicer, self.options.master_host, self.options.master_port, credentials
+        )
         master_addr = host_port(self.options.master_host, port)
         try:
             manager = self._manager_factory(config_path, master_addr, work)
         except BaseException:
             server.stop(grace=None)
             raise
+        servicer.admit_workers(lambda: manager.alive(Role.WORKER))
         manager.listen_for_scale(self.scale_inbox)
         self.master_addr = master_addr
         log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
@@ -286,7 +291,7 @@ class TrainingJob:
                 self._launch_worker(manager)
             from elasticdl.runtime.ps.client import PSClient
 
-            ps_client = PSClient(self._ps_addrs)
+            ps_client = PSClient(self._ps_addrs, credentials=credentials)
             self._open_tensorboard(work)
             self._watch(servicer, manager, ps_client, progress)
             servicer.release_workers()
@@ -817,7 +822,14 @@ class TrainingJob:
     # -- the end ---------------------------------------------------------------------------------
 
     def _final_parameters(self, ps_client: Any) -> tuple[dict[str, Any], int]:
-        pulled = ps_client.pull_all()
+        from elasticdl.runtime.ps.client import PSError
+
+        try:
+            pulled = ps_client.pull_all()
+        except PSError as err:
+            raise JobFailed(f"could not pull the trained parameters: {err}") from None
+        if not pulled.initialized:
+            raise JobFailed("the parameter servers hold no model: no worker pushed one")
         return pulled.values, pulled.version
 
     def _open_tensorboard(self, work: Path) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent import futures
 from dataclasses import dataclass, field
 
@@ -18,6 +18,7 @@ import grpc
 
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
+from elasticdl.runtime import auth
 from elasticdl.runtime.job_config import GRPC_OPTIONS, host_port
 from elasticdl.runtime.master.evaluation import EvaluationRounds
 from elasticdl.runtime.master.scaling import ScaleInbox
@@ -69,8 +70,23 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         self.stats = WorkerStats()
         self.evaluations = EvaluationRounds()
         self._clock = clock
+        self._live_workers: Callable[[], Collection[int]] | None = None
+
+    def admit_workers(self, live: Callable[[], Collection[int]]) -> None:
+        """Take worker calls only from the ids `live()` returns (the workers the job launched
+        and that are alive); others are refused with PERMISSION_DENIED. Unset: any id."""
+        self._live_workers = live
+
+    def _admit(self, worker_id: int, context: grpc.ServicerContext) -> None:
+        live = self._live_workers
+        if live is not None and worker_id not in live():
+            context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"worker {worker_id} is not a live worker of this job",
+            )
 
     def get_task(self, request: pb.GetTaskRequest, context: grpc.ServicerContext) -> pb.Task:
+        self._admit(request.worker_id, context)
         with self.lock:
             task = self.tasks.get(request.worker_id, self._clock())
             if task is None:
@@ -93,6 +109,7 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     def report_progress(
         self, request: pb.ReportProgressRequest, context: grpc.ServicerContext
     ) -> pb.Empty:
+        self._admit(request.worker_id, context)
         with self.lock:
             self.tasks.report_progress(
                 request.worker_id, request.task_id, request.records_done, self._clock()
@@ -103,6 +120,7 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     def report_task_result(
         self, request: pb.ReportTaskResultRequest, context: grpc.ServicerContext
     ) -> pb.Empty:
+        self._admit(request.worker_id, context)
         with self.lock:
             records_done = request.exec_counters.get("records_done", -1)
             owned = any(t.task_id == request.task_id for t in self.tasks.doing(request.worker_id))
@@ -121,7 +139,12 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     def report_evaluation_metrics(
         self, request: pb.ReportEvaluationMetricsRequest, context: grpc.ServicerContext
     ) -> pb.Empty:
-        states = {name: value.copy() for name, value in decode_all(request.metric_states).items()}
+        self._admit(request.worker_id, context)
+        try:
+            decoded = decode_all(request.metric_states)
+        except (ValueError, TypeError) as err:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad metric states: {err}")
+        states = {name: value.copy() for name, value in decoded.items()}
         with self.lock:
             lineage = self.tasks.lineage_of(request.worker_id, request.task_id)
             if lineage is not None:
@@ -131,6 +154,7 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     def report_version(
         self, request: pb.ReportVersionRequest, context: grpc.ServicerContext
     ) -> pb.Empty:
+        self._admit(request.worker_id, context)
         with self.lock:
             self.stats.model_version = max(self.stats.model_version, request.model_version)
         return pb.Empty()
@@ -181,15 +205,19 @@ class PortInUseError(ValueError):
     """The master's port is taken."""
 
 
-def serve_master(servicer: MasterServicer, host: str, port: int) -> tuple[grpc.Server, int]:
-    """Start the Master service on host:port (0 = any free port); return it and its port."""
+def serve_master(
+    servicer: MasterServicer, host: str, port: int, credentials: auth.JobAuth | None = None
+) -> tuple[grpc.Server, int]:
+    """Start the Master service on host:port (0 = any free port); return it and its port.
+    With `credentials`, calls without the job's secret are refused (runtime/auth.py)."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="master-rpc"),
         options=GRPC_OPTIONS,
+        interceptors=auth.server_interceptors(credentials),
     )
     elasticdl_pb2_grpc.add_MasterServicer_to_server(servicer, server)
     try:
-        bound = server.add_insecure_port(host_port(host, port))
+        bound = auth.add_port(server, host_port(host, port), credentials)
     except RuntimeError as err:
         raise PortInUseError(
             f"master: port {port} on {host} is in use or cannot be bound; pick another "

@@ -28,6 +28,7 @@ import numpy as np
 
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
+from elasticdl.runtime import auth
 from elasticdl.runtime.job_config import GRPC_OPTIONS
 from elasticdl.runtime.ps.partition import ps_of
 from elasticdl.runtime.tensor_codec import decode_all, encode
@@ -95,12 +96,18 @@ class PushResult:
 class PSClient:
     """Talks to the parameter-server shards at `addresses` ("host:port", shard order)."""
 
-    def __init__(self, addresses: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        addresses: Sequence[str],
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        credentials: auth.JobAuth | None = None,
+    ) -> None:
+        """`credentials`: the job's (runtime/auth.py); every call then carries its secret."""
         if not addresses:
             raise ValueError("PSClient needs at least one parameter server address")
         self.addresses = list(addresses)
         self.timeout_s = timeout_s
-        self._channels = [grpc.insecure_channel(a, options=CHANNEL_OPTIONS) for a in self.addresses]
+        self._channels = [auth.channel(a, credentials, CHANNEL_OPTIONS) for a in self.addresses]
         self._stubs = [elasticdl_pb2_grpc.ParameterServerStub(c) for c in self._channels]
 
     @property

@@ -72,11 +72,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         configure_tensorflow(config)
+        from elasticdl.runtime import auth
         from elasticdl.runtime.ps.servicer import servicer_of, start_server
 
+        credentials = auth.for_process(args.config, config.secret_file, config.tls_dir)
         servicer = servicer_of(config, args.ps_id)
         try:
-            server, port = start_server(servicer, args.port, args.host)
+            server, port = start_server(servicer, args.port, args.host, credentials)
         except BaseException:
             servicer.close(0)
             raise

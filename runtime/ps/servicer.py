@@ -29,6 +29,7 @@ import numpy as np
 
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
+from elasticdl.runtime import auth
 from elasticdl.runtime.job_config import GRPC_OPTIONS, JobConfig, host_port
 from elasticdl.runtime.ps import checkpoint
 from elasticdl.runtime.ps.checkpoint import CheckpointWriter
@@ -284,19 +285,24 @@ def servicer_of(config: JobConfig, ps_id: int) -> ParameterServerServicer:
 
 
 def start_server(
-    servicer: ParameterServerServicer, port: int, host: str = "127.0.0.1"
+    servicer: ParameterServerServicer,
+    port: int,
+    host: str = "127.0.0.1",
+    credentials: auth.JobAuth | None = None,
 ) -> tuple[grpc.Server, int]:
     """Bind and start a gRPC server for `servicer`; returns it and the bound port (port 0:
-    any free port). A busy port raises RuntimeError naming the shard, host and port."""
+    any free port). A busy port raises RuntimeError naming the shard, host and port. With
+    `credentials`, calls without the job's secret are refused (runtime/auth.py)."""
     server = grpc.server(
         futures.ThreadPoolExecutor(
             max_workers=MAX_WORKERS, thread_name_prefix=f"ps{servicer.ps_id}"
         ),
         options=SERVER_OPTIONS,
+        interceptors=auth.server_interceptors(credentials),
     )
     elasticdl_pb2_grpc.add_ParameterServerServicer_to_server(servicer, server)
     try:
-        bound = server.add_insecure_port(host_port(host, port))
+        bound = auth.add_port(server, host_port(host, port), credentials)
     except RuntimeError:
         bound = 0
     if bound == 0:
@@ -309,13 +315,19 @@ def start_server(
     return server, bound
 
 
-def serve(config: JobConfig, ps_id: int, port: int, host: str = "127.0.0.1") -> grpc.Server:
+def serve(
+    config: JobConfig,
+    ps_id: int,
+    port: int,
+    host: str = "127.0.0.1",
+    credentials: auth.JobAuth | None = None,
+) -> grpc.Server:
     """Start parameter server `ps_id` of `config.num_ps` on host:port (restored from a checkpoint
     when there is one, see `servicer_of`); returns the started server (stop it with
     `server.stop(grace)`; queued checkpoint writes finish in a daemon thread)."""
     servicer = servicer_of(config, ps_id)
     try:
-        server, _ = start_server(servicer, port, host)
+        server, _ = start_server(servicer, port, host, credentials)
     except BaseException:
         servicer.close(0)
         raise

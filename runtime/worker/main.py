@@ -169,15 +169,15 @@ def _predict_task(task: Any, predictor: Any, readers: _Readers) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    import grpc
-
     from elasticdl.proto import elasticdl_pb2 as pb
     from elasticdl.proto import elasticdl_pb2_grpc
+    from elasticdl.runtime import auth
     from elasticdl.runtime.job_config import GRPC_OPTIONS, JobConfig, configure_tensorflow
 
     config = JobConfig.read(args.config)
     configure_tensorflow(config)
-    channel = grpc.insecure_channel(args.master_addr, options=GRPC_OPTIONS)
+    credentials = auth.for_process(args.config, config.secret_file, config.tls_dir)
+    channel = auth.channel(args.master_addr, credentials, GRPC_OPTIONS)
     master = elasticdl_pb2_grpc.MasterStub(channel)
     worker_id = args.worker_id
     ps = None
@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         from elasticdl.runtime.ps.client import PSClient
         from elasticdl.runtime.worker.trainer import Trainer
 
-        ps = PSClient(args.ps_addrs.split(","))
+        ps = PSClient(args.ps_addrs.split(","), credentials=credentials)
         ps.wait_ready(timeout_s=120)
         engine: Any = Trainer(config, ps, worker_id)
     else:

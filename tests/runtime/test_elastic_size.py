@@ -101,14 +101,21 @@ def test_a_running_job_grows_and_shrinks_on_request(tmp_path, regression_data, c
         minibatch_size=32,
     )
     job, thread, results = _start(options)
-    address = job.master_addr
+    address, logs = job.master_addr, str(tmp_path / "logs")
 
+    with pytest.raises(ValueError, match="UNAUTHENTICATED"):  # without the job's secret
+        scale_via_master(address, 2)
     with pytest.raises(ScaleRefused, match=r"cannot scale to 0 worker\(s\): below the job's"):
-        scale_via_master(address, 0)
-    assert cli.main(["scale", "--master", address, "--workers", "3"]) == 0
+        scale_via_master(address, 0, secret_file=logs)
+    assert cli.main(["scale", "--master", address, "--workers", "3", "--secret_file", logs]) == 0
     assert capsys.readouterr().out.strip() == "scaled from 1 to 3 worker(s): started worker(s) 1, 2"
-    assert scale_via_master(address, 2) == "scaled from 3 to 2 worker(s): retiring worker(s) 2"
-    assert scale_via_master(address, 2) == "scaled from 2 to 2 worker(s): nothing to do"
+    secret = f"{logs}/job.secret"
+    assert scale_via_master(address, 2, secret_file=secret) == (
+        "scaled from 3 to 2 worker(s): retiring worker(s) 2"
+    )
+    assert scale_via_master(address, 2, secret_file=logs) == (
+        "scaled from 2 to 2 worker(s): nothing to do"
+    )
 
     thread.join(timeout=240)
     assert not thread.is_alive(), "the job did not end"
@@ -129,7 +136,7 @@ def test_a_running_job_grows_and_shrinks_on_request(tmp_path, regression_data, c
     assert retired["exit"] is None or retired["exit"]["reason"] == "retired", context
 
     # The job is over: its master no longer answers.
-    assert cli.main(["scale", "--master", address, "--workers", "2"]) == 2
+    assert cli.main(["scale", "--master", address, "--workers", "2", "--secret_file", logs]) == 2
     assert "no master answered" in capsys.readouterr().err
 
 
@@ -139,3 +146,10 @@ def test_scale_needs_one_job_and_a_positive_size(capsys):
     assert cli.main(["scale", "job1", "--master", "127.0.0.1:1", "--workers", "2"]) == 2
     assert cli.main(["scale", "--master", "127.0.0.1:1", "--workers", "0"]) == 2
     assert "--workers must be >= 1, got 0" in capsys.readouterr().err
+    assert cli.main(["scale", "--master", "127.0.0.1:1", "--workers", "2"]) == 2
+    assert "--master needs --secret_file" in capsys.readouterr().err
+    missing = ["--secret_file", "/nonexistent/logs"]
+    assert cli.main(["scale", "--master", "127.0.0.1:1", "--workers", "2", *missing]) == 2
+    assert "--secret_file: cannot read the job's secret /nonexistent/logs" in (
+        capsys.readouterr().err
+    )

@@ -7,9 +7,9 @@
         kube.preempt("job-worker-1")             # SIGKILL without OOMKilled (137)
         kube.refuse_creates(2)                   # the next 2 pod creations: 403 quota
 
-What it serves (HTTP/1.1 on 127.0.0.1, an ephemeral port; no auth), for pods, services and
-configmaps in any namespace under /api/v1/namespaces/NS/...: create (POST; every object is
-checked with kubernetes-validate, strict, like an API server's validation: 422 if invalid;
+What it serves (HTTP/1.1 on 127.0.0.1, an ephemeral port; no auth), for pods, services,
+configmaps and secrets in any namespace under /api/v1/namespaces/NS/...: create (POST; every
+object is checked with kubernetes-validate, strict, like an API server's validation: 422 if invalid;
 409 AlreadyExists), get, list with `labelSelector` (=, ==, !=, in, notin, exists, !exists),
 merge patch (PATCH: merge or strategic merge, as a JSON merge patch), delete
 (`gracePeriodSeconds` from the query or a DeleteOptions body), deletecollection by
@@ -23,7 +23,8 @@ as a local process (argv[0] `python` becomes this interpreter) and its status go
 Running -> Succeeded/Failed with the exit code (128+N for signal N) and, on failure, the log
 tail as the termination message (`FallbackToLogsOnError`). To run the job's own pods here,
 the fake plays kubelet, DNS and kube-proxy: ConfigMap volumes are written under the pod's
-directory and argv paths under their mountPath point there; a Service gets a local port per
+directory (so are projected volumes of ConfigMaps and Secrets, the Secrets' values decoded)
+and argv paths under their mountPath point there; a Service gets a local port per
 service port, `<svc>.<ns>.svc:<port>` in argv and env becomes `127.0.0.1:<local port>`, a pod
 selected by a Service listens on that local port (`--port <targetPort>`), and `0.0.0.0`
 becomes 127.0.0.1. Deleting a pod with a grace period sets `deletionTimestamp`, sends
@@ -58,9 +59,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-RESOURCES = {"pods": "Pod", "services": "Service", "configmaps": "ConfigMap"}
+RESOURCES = {"pods": "Pod", "services": "Service", "configmaps": "ConfigMap", "secrets": "Secret"}
 _PATH = re.compile(
-    r"^/api/v1/namespaces/(?P<ns>[^/]+)/(?P<res>pods|services|configmaps)(?:/(?P<name>[^/]+))?$"
+    r"^/api/v1/namespaces/(?P<ns>[^/]+)/(?P<res>pods|services|configmaps|secrets)"
+    r"(?:/(?P<name>[^/]+))?$"
 )
 NODE = "fake-node-1"
 SCHEDULE_S = 0.02
@@ -572,6 +574,33 @@ def _signal(run: _PodRun, sig: int) -> None:
             os.killpg(run.process.pid, sig)
 
 
+def _volume_files(
+    volume: dict[str, Any], kube: FakeKube, namespace: str
+) -> dict[str, bytes] | None:
+    """The files of a configMap, secret or projected volume (None: another kind)."""
+    import base64
+
+    if "projected" in volume:
+        files: dict[str, bytes] = {}
+        for source in volume["projected"].get("sources", []):
+            files.update(_volume_files(source, kube, namespace) or {})
+        return files
+    if "configMap" in volume:
+        cm = kube.get("configmaps", volume["configMap"]["name"], namespace) or {}
+        data = {k: v.encode() for k, v in (cm.get("data") or {}).items()}
+        items = volume["configMap"].get("items")
+    elif "secret" in volume:
+        ref = volume["secret"]
+        secret = kube.get("secrets", ref.get("name") or ref.get("secretName", ""), namespace) or {}
+        data = {k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()}
+        items = ref.get("items")
+    else:
+        return None
+    if items:
+        return {i["path"]: data[i["key"]] for i in items if i["key"] in data}
+    return data
+
+
 def local_command(pod: dict[str, Any], kube: FakeKube) -> list[str] | None:
     """The pod's container command as a local argv (see the module docstring)."""
     namespace = pod["metadata"]["namespace"]
@@ -586,12 +615,12 @@ def local_command(pod: dict[str, Any], kube: FakeKube) -> list[str] | None:
     mounts = {}
     for mount in container.get("volumeMounts", []):
         volume = volumes.get(mount["name"], {})
-        if "configMap" in volume:
-            cm = kube.get("configmaps", volume["configMap"]["name"], namespace) or {}
+        files = _volume_files(volume, kube, namespace)
+        if files is not None:
             local = directory / mount["mountPath"].lstrip("/")
             local.mkdir(parents=True, exist_ok=True)
-            for key, value in (cm.get("data") or {}).items():
-                (local / key).write_text(value)
+            for key, value in files.items():
+                (local / key).write_bytes(value)
             mounts[mount["mountPath"]] = str(local)
     with kube.lock:
         services = [

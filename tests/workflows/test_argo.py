@@ -259,6 +259,7 @@ def test_install_has_both_templates_and_least_privilege_rbac():
         ("ServiceAccount", "elasticdl"),
         ("Role", "elasticdl"),
         ("RoleBinding", "elasticdl"),
+        ("NetworkPolicy", "elasticdl-job-pods"),
     ]
     assert all(o["metadata"]["namespace"] == "ml" for o in objects)
     role = objects[3]
@@ -273,9 +274,10 @@ def test_install_has_both_templates_and_least_privilege_rbac():
             "delete",
             "deletecollection",
         },
+        ("secrets",): {"create", "delete", "deletecollection"},  # the job's secret; no reads
         ("workflowtaskresults",): {"create", "patch"},
     }
-    assert "ClusterRole" not in str(objects) and "secrets" not in str(role)
+    assert "ClusterRole" not in str(objects)
     train = next(o for o in objects if o["metadata"]["name"] == "elasticdl-train")
     (master,) = [t for t in train["spec"]["templates"] if t["name"] == "train"]
     env = {e["name"]: e.get("valueFrom", {}).get("fieldRef") for e in master["container"]["env"]}

@@ -80,6 +80,7 @@ def test_render_each_kind(capsys, monkeypatch):
         "ServiceAccount",
         "Role",
         "RoleBinding",
+        "NetworkPolicy",
         "ConfigMap",
     ]
     assert "artifacts" not in out

@@ -64,6 +64,7 @@ def test_every_rendered_object_validates_strictly(version, train_values, predict
     assert kinds == [
         "ConfigMap",
         "CronWorkflow",
+        "NetworkPolicy",
         "Role",
         "RoleBinding",
         "ServiceAccount",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from fractions import Fraction
 from typing import Any
 
@@ -44,6 +46,7 @@ def all_objects(spec: m.ClusterSpec) -> list[dict[str, Any]]:
     ps = [spec.ps_address(i) for i in range(2)]
     return [
         m.config_map(spec, '{"job_name": "train-1a2b"}'),
+        m.job_secret(spec, "s3cr3t-value"),
         m.ps_service(spec, 0),
         m.ps_service(spec, 1),
         m.ps_pod(spec, 0, 0, "launch-a"),
@@ -129,7 +132,17 @@ def test_labels_owner_and_pod_settings() -> None:
     volumes = {v["name"]: v for v in pod_spec["volumes"]}
     assert volumes["elasticdl-config"] == {
         "name": "elasticdl-config",
-        "configMap": {"name": "train-1a2b-config"},
+        "projected": {
+            "sources": [
+                {"configMap": {"name": "train-1a2b-config"}},
+                {
+                    "secret": {
+                        "name": "train-1a2b-auth",
+                        "items": [{"key": "job.secret", "path": "job.secret"}],
+                    }
+                },
+            ]
+        },
     }
     assert volumes["volume-0"]["persistentVolumeClaim"] == {"claimName": "data"}
 
@@ -276,3 +289,22 @@ def test_config_map_holds_job_json() -> None:
     assert cm["metadata"]["name"] == "train-1a2b-config"
     with pytest.raises(m.ManifestError, match="1 MiB"):
         m.config_map(full_spec(), "x" * 1_100_000)
+
+
+def test_the_job_secret_lives_in_its_own_secret_and_nowhere_in_a_pod() -> None:
+    spec = full_spec()
+    secret = m.job_secret(spec, "s3cr3t-value")
+    assert secret["kind"] == "Secret" and secret["metadata"]["name"] == "train-1a2b-auth"
+    assert base64.b64decode(secret["data"]["job.secret"]) == b"s3cr3t-value"
+    assert secret["metadata"]["labels"] == {m.LABEL_JOB: "train-1a2b"}
+    ps = [spec.ps_address(0)]
+    for pod in (m.ps_pod(spec, 0, 0, "a"), m.worker_pod(spec, 3, ps, "b")):
+        text = json.dumps(pod)
+        assert "s3cr3t" not in text and base64.b64encode(b"s3cr3t-value").decode() not in text
+        container = pod["spec"]["containers"][0]
+        assert "job.secret" not in " ".join(container["command"])
+        assert all("secret" not in e["name"].lower() for e in container["env"])
+        (config,) = [v for v in pod["spec"]["volumes"] if v["name"] == m.CONFIG_VOLUME]
+        sources = config["projected"]["sources"]
+        assert {"secret": {"name": "train-1a2b-auth", "items": [
+            {"key": "job.secret", "path": "job.secret"}]}} in sources  # fmt: skip

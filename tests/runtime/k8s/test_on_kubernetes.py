@@ -94,6 +94,7 @@ class OnKubernetes:
             Path(config_path).read_text(),
             api_client=self.api_client(),
             backoff=lambda: CreationBackoff(initial_s=0.1, max_s=1.0, max_attempts=20),
+            job_secret=(Path(config_path).parent / "job.secret").read_text(),
         )
         self.made.append(manager)
         return manager

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import base64
+import json
 
 import kubernetes_validate
 import pytest
 from fake_kube import fake_kube
 
+from elasticdl.runtime import auth
 from elasticdl.runtime.k8s import manifests as m
 from elasticdl.runtime.k8s.options import (
     KubernetesOptions,
@@ -82,7 +85,9 @@ def test_master_address_needs_the_pod_ip() -> None:
 
 def test_make_instance_manager(tmp_path) -> None:
     config = tmp_path / "job.json"
-    config.write_text('{"job_name": "j"}')
+    credentials = auth.new_auth()
+    auth.write_secret(tmp_path, credentials)
+    config.write_text('{"job_name": "j", "secret_file": "job.secret"}')
     with fake_kube(command=lambda pod, kube: None) as kube:
         options = parse("--pod_image=img:1", "--pod_namespace=ml")
         manager = make_instance_manager(options, config, "10.0.0.1:1", api_client=kube.api_client())
@@ -93,9 +98,13 @@ def test_make_instance_manager(tmp_path) -> None:
                 kube.get("configmaps", "j-config", "ml")["data"]["job.json"] == config.read_text()
             )
             assert manager.alive(Role.WORKER) == [0]
+            secret = kube.get("secrets", "j-auth", "ml")
+            assert base64.b64decode(secret["data"]["job.secret"]).decode() == credentials.secret
+            pod = json.dumps(kube.get("pods", "j-worker-0", "ml"))
+            assert credentials.secret not in pod and "j-auth" in pod
         finally:
             manager.shutdown(grace_s=0)
-        assert kube.names("pods", "ml") == []
+        assert kube.names("pods", "ml") == [] and kube.names("secrets", "ml") == []
 
 
 def test_the_default_pod_image_is_the_argo_main_containers() -> None:

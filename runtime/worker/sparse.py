@@ -1,0 +1,98 @@
+"""The worker's compiled functions for a model with PS-backed embedding tables.
+
+Per minibatch (see `runtime/embedding/feed.py` for the two passes):
+
+1. `ids(features)`: per table, the minibatch's unique ids and each layer call's positions
+   among them (a compiled pass that computes ids only);
+2. `pull_rows`: the rows of those ids from the parameter servers (`PSClient`
+   `pull_embedding_vectors`, one call per table, all tables in flight together; the client
+   splits each table's ids by owning PS and sends one request per PS);
+3. `step(features, labels, rows, index)`: loss, dense gradients, non-trainable state and one
+   gradient row per unique id per table (IndexedSlices densified over the unique ids: the
+   gradients of repeated ids are summed).
+
+The rows are inputs of the compiled step, so the dense part keeps one traced graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from elasticdl.runtime.embedding import feed
+from elasticdl.runtime.embedding.tables import embedding_layers
+
+
+class SparseFunctions:
+    """ids / step / predict functions of one model (see the module docstring)."""
+
+    def __init__(self, model: Any, loss_fn: Any, variables: list[Any], state: list[Any]) -> None:
+        self.tables = sorted(embedding_layers(model))
+        tables = self.tables
+
+        @tf.function(reduce_retracing=True)
+        def ids(features: Any) -> Any:
+            with feed.collecting() as collected:
+                model(features, training=False)
+            return collected.result()
+
+        @tf.function(reduce_retracing=True)
+        def step(features: Any, labels: Any, rows: Any, index: Any) -> Any:
+            row_list = [rows[t] for t in tables]
+            with tf.GradientTape() as tape:
+                tape.watch(row_list)
+                with feed.feeding(rows, index):
+                    predictions = model(features, training=True)
+                loss = loss_fn(labels, predictions)
+                if model.losses:
+                    loss = loss + tf.add_n(model.losses)
+            gradients = tape.gradient(loss, variables + row_list)
+            dense = [
+                tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+                for g, v in zip(gradients[: len(variables)], variables, strict=True)
+            ]
+            sparse = [
+                tf.zeros_like(r) if g is None else tf.convert_to_tensor(g)
+                for g, r in zip(gradients[len(variables) :], row_list, strict=True)
+            ]
+            return loss, dense, [v.value for v in state], sparse
+
+        @tf.function(reduce_retracing=True)
+        def predict(features: Any, rows: Any, index: Any) -> Any:
+            with feed.feeding(rows, index):
+                return model(features, training=False)
+
+        self.ids = ids
+        self.step = step
+        self.predict_fed = predict
+        self._pool = ThreadPoolExecutor(max_workers=min(8, max(1, len(tables))))
+
+    def gather_ids(self, features: Any) -> tuple[dict[str, np.ndarray], dict[str, list[Any]]]:
+        """(table -> unique ids as int64 arrays, table -> per-call index tensors)."""
+        collected = self.ids(features)
+        unique = {t: collected[t]["ids"].numpy() for t in self.tables}
+        index = {t: list(collected[t]["index"]) for t in self.tables}
+        return unique, index
+
+    def pull_rows(self, ps: Any, unique: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The PS rows of each table's unique ids, all tables in flight together."""
+        futures = {
+            t: self._pool.submit(ps.pull_embedding_vectors, t, unique[t]) for t in self.tables
+        }
+        return {t: np.asarray(f.result(), np.float32) for t, f in futures.items()}
+
+    def predictor(self, ps: Any) -> Any:
+        """A `predict(features)` that pulls the rows it needs from `ps` (evaluation)."""
+
+        def predict(features: Any) -> Any:
+            unique, index = self.gather_ids(features)
+            return self.predict_fed(features, self.pull_rows(ps, unique), index)
+
+        return predict
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)

@@ -271,7 +271,7 @@ class PullEmbeddingVectorsRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class TrainedModel(_message.Message):
-    __slots__ = ("docker_commit_id", "model_def", "model_def_params", "params_filename", "input_function", "loss", "optimizer", "model_zoo", "saved_model_path", "data", "sql", "db_url", "schema_json", "metrics", "created_time", "model_version", "eval_metrics_fn", "elasticdl_version", "model_zoo_commit", "label_column", "input_signature")
+    __slots__ = ("docker_commit_id", "model_def", "model_def_params", "params_filename", "input_function", "loss", "optimizer", "model_zoo", "saved_model_path", "data", "sql", "db_url", "schema_json", "metrics", "created_time", "model_version", "eval_metrics_fn", "elasticdl_version", "model_zoo_commit", "label_column", "input_signature", "embedding_tables")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -300,6 +300,7 @@ class TrainedModel(_message.Message):
     MODEL_ZOO_COMMIT_FIELD_NUMBER: _ClassVar[int]
     LABEL_COLUMN_FIELD_NUMBER: _ClassVar[int]
     INPUT_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_TABLES_FIELD_NUMBER: _ClassVar[int]
     docker_commit_id: str
     model_def: str
     model_def_params: str
@@ -321,4 +322,17 @@ class TrainedModel(_message.Message):
     model_zoo_commit: str
     label_column: str
     input_signature: str
-    def __init__(self, docker_commit_id: _Optional[str] = ..., model_def: _Optional[str] = ..., model_def_params: _Optional[str] = ..., params_filename: _Optional[str] = ..., input_function: _Optional[str] = ..., loss: _Optional[str] = ..., optimizer: _Optional[str] = ..., model_zoo: _Optional[str] = ..., saved_model_path: _Optional[str] = ..., data: _Optional[str] = ..., sql: _Optional[str] = ..., db_url: _Optional[str] = ..., schema_json: _Optional[str] = ..., metrics: _Optional[_Mapping[str, float]] = ..., created_time: _Optional[str] = ..., model_version: _Optional[int] = ..., eval_metrics_fn: _Optional[str] = ..., elasticdl_version: _Optional[str] = ..., model_zoo_commit: _Optional[str] = ..., label_column: _Optional[str] = ..., input_signature: _Optional[str] = ...) -> None: ...
+    embedding_tables: _containers.RepeatedCompositeFieldContainer[TrainedTable]
+    def __init__(self, docker_commit_id: _Optional[str] = ..., model_def: _Optional[str] = ..., model_def_params: _Optional[str] = ..., params_filename: _Optional[str] = ..., input_function: _Optional[str] = ..., loss: _Optional[str] = ..., optimizer: _Optional[str] = ..., model_zoo: _Optional[str] = ..., saved_model_path: _Optional[str] = ..., data: _Optional[str] = ..., sql: _Optional[str] = ..., db_url: _Optional[str] = ..., schema_json: _Optional[str] = ..., metrics: _Optional[_Mapping[str, float]] = ..., created_time: _Optional[str] = ..., model_version: _Optional[int] = ..., eval_metrics_fn: _Optional[str] = ..., elasticdl_version: _Optional[str] = ..., model_zoo_commit: _Optional[str] = ..., label_column: _Optional[str] = ..., input_signature: _Optional[str] = ..., embedding_tables: _Optional[_Iterable[_Union[TrainedTable, _Mapping]]] = ...) -> None: ...
+
+class TrainedTable(_message.Message):
+    __slots__ = ("name", "dim", "rows", "initializer")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DIM_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    INITIALIZER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    dim: int
+    rows: int
+    initializer: str
+    def __init__(self, name: _Optional[str] = ..., dim: _Optional[int] = ..., rows: _Optional[int] = ..., initializer: _Optional[str] = ...) -> None: ...

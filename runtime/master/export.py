@@ -103,6 +103,13 @@ def export_model(
         trained.schema_json = json.dumps(metadata.schema, sort_keys=True)
     for name, value in (metrics or {}).items():
         trained.metrics[name] = float(value)
+    for name, layer in layers.items():
+        trained.embedding_tables.add(
+            name=name,
+            dim=layer.output_dim,
+            rows=len(tables[name][0]),
+            initializer=layer.embeddings_initializer,
+        )
     return trained
 
 

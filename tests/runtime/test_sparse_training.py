@@ -12,6 +12,7 @@ from job_checks import assert_records_accounted, report_of
 
 import elasticdl
 from elasticdl import Mode
+from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.runtime.data import generate as gen
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.embedding.tables import embedding_layers, split_trained
@@ -114,6 +115,9 @@ def test_predict_writes_one_row_per_input_and_the_saved_model_matches(ctr, deepf
     _, tables = split_trained(load_params((deepfm_job / "params.npz").read_bytes()))
     assert len(tables) == 26
     assert all(len(ids) > 0 for ids, _ in tables.values())
+    trained = pb.TrainedModel.FromString((deepfm_job / "trained_model.pb").read_bytes())
+    recorded = {t.name: (t.dim, t.rows) for t in trained.embedding_tables}
+    assert recorded == {name: (9, len(ids)) for name, (ids, _) in tables.items()}
 
 
 def test_sync_single_worker_sparse_job_equals_single_process_sgd(ctr, tmp_path):

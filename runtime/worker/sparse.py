@@ -31,14 +31,19 @@ class SparseFunctions:
     """ids / step / predict functions of one model (see the module docstring)."""
 
     def __init__(self, model: Any, loss_fn: Any, variables: list[Any], state: list[Any]) -> None:
-        self.tables = sorted(embedding_layers(model))
+        layers = embedding_layers(model)
+        self.tables = sorted(layers)
+        self._dims = {t: layers[t].output_dim for t in self.tables}
         tables = self.tables
 
         @tf.function(reduce_retracing=True)
         def ids(features: Any) -> Any:
             with feed.collecting() as collected:
                 model(features, training=False)
-            return collected.result()
+            found = collected.result()
+            # A table this forward pass did not use gets no ids (its gradient is empty).
+            unused = {"ids": tf.zeros([0], tf.int64), "index": []}
+            return {t: found.get(t, unused) for t in tables}
 
         @tf.function(reduce_retracing=True)
         def step(features: Any, labels: Any, rows: Any, index: Any) -> Any:
@@ -81,9 +86,16 @@ class SparseFunctions:
     def pull_rows(self, ps: Any, unique: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The PS rows of each table's unique ids, all tables in flight together."""
         futures = {
-            t: self._pool.submit(ps.pull_embedding_vectors, t, unique[t]) for t in self.tables
+            t: self._pool.submit(ps.pull_embedding_vectors, t, unique[t])
+            for t in self.tables
+            if len(unique[t])
         }
-        return {t: np.asarray(f.result(), np.float32) for t, f in futures.items()}
+        return {
+            t: np.asarray(futures[t].result(), np.float32)
+            if t in futures
+            else np.zeros((0, self._dims[t]), np.float32)
+            for t in self.tables
+        }
 
     def predictor(self, ps: Any) -> Any:
         """A `predict(features)` that pulls the rows it needs from `ps` (evaluation)."""

@@ -66,16 +66,28 @@ class Tensor(_message.Message):
     def __init__(self, name: _Optional[str] = ..., dtype: _Optional[_Union[DataType, str]] = ..., dims: _Optional[_Iterable[int]] = ..., content: _Optional[bytes] = ..., indices: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class EmbeddingTableInfo(_message.Message):
-    __slots__ = ("name", "dim", "initializer", "dtype")
+    __slots__ = ("name", "dim", "initializer", "dtype", "seed")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DIM_FIELD_NUMBER: _ClassVar[int]
     INITIALIZER_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
     name: str
     dim: int
     initializer: str
     dtype: DataType
-    def __init__(self, name: _Optional[str] = ..., dim: _Optional[int] = ..., initializer: _Optional[str] = ..., dtype: _Optional[_Union[DataType, str]] = ...) -> None: ...
+    seed: int
+    def __init__(self, name: _Optional[str] = ..., dim: _Optional[int] = ..., initializer: _Optional[str] = ..., dtype: _Optional[_Union[DataType, str]] = ..., seed: _Optional[int] = ...) -> None: ...
+
+class EmbeddingSlices(_message.Message):
+    __slots__ = ("name", "ids", "values")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    ids: Tensor
+    values: Tensor
+    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Union[Tensor, _Mapping]] = ..., values: _Optional[_Union[Tensor, _Mapping]] = ...) -> None: ...
 
 class Model(_message.Message):
     __slots__ = ("version", "dense_parameters", "embedding_table_infos", "non_trainable")
@@ -218,7 +230,7 @@ class PullDenseParametersResponse(_message.Message):
     def __init__(self, initialized: _Optional[bool] = ..., version: _Optional[int] = ..., dense_parameters: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ...) -> None: ...
 
 class PushGradientsRequest(_message.Message):
-    __slots__ = ("worker_id", "version", "gradients", "learning_rate_scale", "task_id", "records_end", "non_trainable")
+    __slots__ = ("worker_id", "version", "gradients", "learning_rate_scale", "task_id", "records_end", "non_trainable", "embedding_gradients")
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     GRADIENTS_FIELD_NUMBER: _ClassVar[int]
@@ -226,6 +238,7 @@ class PushGradientsRequest(_message.Message):
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     RECORDS_END_FIELD_NUMBER: _ClassVar[int]
     NON_TRAINABLE_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_GRADIENTS_FIELD_NUMBER: _ClassVar[int]
     worker_id: int
     version: int
     gradients: _containers.RepeatedCompositeFieldContainer[Tensor]
@@ -233,7 +246,8 @@ class PushGradientsRequest(_message.Message):
     task_id: int
     records_end: int
     non_trainable: _containers.RepeatedCompositeFieldContainer[Tensor]
-    def __init__(self, worker_id: _Optional[int] = ..., version: _Optional[int] = ..., gradients: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., learning_rate_scale: _Optional[float] = ..., task_id: _Optional[int] = ..., records_end: _Optional[int] = ..., non_trainable: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ...) -> None: ...
+    embedding_gradients: _containers.RepeatedCompositeFieldContainer[EmbeddingSlices]
+    def __init__(self, worker_id: _Optional[int] = ..., version: _Optional[int] = ..., gradients: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., learning_rate_scale: _Optional[float] = ..., task_id: _Optional[int] = ..., records_end: _Optional[int] = ..., non_trainable: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., embedding_gradients: _Optional[_Iterable[_Union[EmbeddingSlices, _Mapping]]] = ...) -> None: ...
 
 class PushGradientsResponse(_message.Message):
     __slots__ = ("accepted", "version")
@@ -263,12 +277,26 @@ class AppliedProgressResponse(_message.Message):
     def __init__(self, records_end: _Optional[_Mapping[int, int]] = ...) -> None: ...
 
 class PullEmbeddingVectorsRequest(_message.Message):
-    __slots__ = ("name", "ids")
+    __slots__ = ("name", "ids", "id_tensor")
     NAME_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
+    ID_TENSOR_FIELD_NUMBER: _ClassVar[int]
     name: str
     ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Iterable[int]] = ...) -> None: ...
+    id_tensor: Tensor
+    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Iterable[int]] = ..., id_tensor: _Optional[_Union[Tensor, _Mapping]] = ...) -> None: ...
+
+class PullEmbeddingTablesRequest(_message.Message):
+    __slots__ = ("ids",)
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedCompositeFieldContainer[Tensor]
+    def __init__(self, ids: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ...) -> None: ...
+
+class PullEmbeddingTablesResponse(_message.Message):
+    __slots__ = ("vectors",)
+    VECTORS_FIELD_NUMBER: _ClassVar[int]
+    vectors: _containers.RepeatedCompositeFieldContainer[Tensor]
+    def __init__(self, vectors: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ...) -> None: ...
 
 class TrainedModel(_message.Message):
     __slots__ = ("docker_commit_id", "model_def", "model_def_params", "params_filename", "input_function", "loss", "optimizer", "model_zoo", "saved_model_path", "data", "sql", "db_url", "schema_json", "metrics", "created_time", "model_version", "eval_metrics_fn", "elasticdl_version", "model_zoo_commit", "label_column", "input_signature", "embedding_tables")

@@ -45,6 +45,7 @@ import fsspec
 import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
+from elasticdl.runtime.ps.embedding_table import TableExport
 from elasticdl.runtime.ps.partition import ps_of
 
 _log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ class ShardState:
     `slots`: optimizer slot variables keyed `<stable_name>/<slot>` (the slot name has no '/').
     `optimizer`: the optimizer's other variables (e.g. `iterations`), learning rate excluded.
     `progress`: task id -> records whose gradients are in these values.
+    `embeddings`: table name -> its rows on this shard (ids, rows, optimizer slots).
     """
 
     version: int
@@ -75,6 +77,12 @@ class ShardState:
     slots: dict[str, np.ndarray] = field(default_factory=dict)
     optimizer: dict[str, np.ndarray] = field(default_factory=dict)
     progress: dict[int, int] = field(default_factory=dict)
+    embeddings: dict[str, TableExport] = field(default_factory=dict)
+
+    @property
+    def embedding_rows(self) -> int:
+        """Rows held in all embedding tables."""
+        return sum(int(e.ids.size) for e in self.embeddings.values())
 
     @property
     def iterations(self) -> int:

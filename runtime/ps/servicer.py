@@ -6,8 +6,13 @@ thread pool runs decoding/encoding of different requests in parallel.
 
 Status codes: FAILED_PRECONDITION for gradients before the model was pushed; INVALID_ARGUMENT
 for names that do not belong to this shard, unknown variables, wrong shapes or a corrupt
-tensor (or a pushed model that differs from the one held); UNIMPLEMENTED for embedding lookups
-(no embedding tables yet).
+tensor (or a pushed model that differs from the one held), for unknown embedding tables and for
+embedding ids that hash to another shard (`embedding_shard`).
+
+Embedding tables: declared by push_model (`Model.embedding_table_infos`, every shard gets all of
+them); `pull_embedding_vectors` (one table) and `pull_embedding_tables` (several) answer rows in
+the order of the ids asked for, creating missing rows; sparse gradients come with
+`push_gradients` (`embedding_gradients`) and follow the dense push's accept/reject decision.
 
 Checkpoints (`servicer_of`): with `checkpoint_dir` and `checkpoint_steps` set, the shard's state
 is captured under the store's lock when the model is pushed and whenever the version reaches a
@@ -32,8 +37,9 @@ from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime.job_config import GRPC_OPTIONS, JobConfig, host_port
 from elasticdl.runtime.ps import checkpoint
 from elasticdl.runtime.ps.checkpoint import CheckpointWriter
+from elasticdl.runtime.ps.embedding_table import TableSpec
 from elasticdl.runtime.ps.parameters import GradientPolicy, NotInitializedError, Parameters
-from elasticdl.runtime.ps.partition import ps_of
+from elasticdl.runtime.ps.partition import embedding_shard, ps_of
 from elasticdl.runtime.tensor_codec import decode, encode
 
 _log = logging.getLogger(__name__)
@@ -71,19 +77,24 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
         """Initialize the shard from the first model pushed; later pushes are ignored."""
         values = self._decode(request.dense_parameters, context, "model")
         self._check_shard(values, context, "model")
+        tables = [table_spec_of(info) for info in request.embedding_table_infos]
         try:
             created = self.parameters.initialize(
-                values, set(request.non_trainable), version=request.version
+                values,
+                set(request.non_trainable),
+                version=request.version,
+                embedding_tables=tables,
             )
         except (ValueError, TypeError) as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self._who()}: {error}")
         if created:
             params = sum(int(np.size(v)) for v in values.values())
             _log.info(
-                "%s initialized: %d variables (%d values), version %d",
+                "%s initialized: %d variables (%d values), %d embedding tables, version %d",
                 self._who(),
                 len(values),
                 params,
+                len(tables),
                 request.version,
             )
         return pb.Empty()
@@ -115,6 +126,13 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
         self._check_shard(gradients, context, "gradients")
         non_trainable = self._decode(request.non_trainable, context, "non-trainable values")
         self._check_shard(non_trainable, context, "non-trainable values")
+        sparse = {}
+        for part in request.embedding_gradients:
+            ids = self._decode_ids(part.ids, context, part.name)
+            try:
+                sparse[part.name] = (ids, decode(part.values))
+            except ValueError as error:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self._who()}: {error}")
         try:
             result = self.parameters.push_gradients(
                 gradients,
@@ -123,6 +141,7 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
                 records_end=request.records_end,
                 non_trainable=non_trainable,
                 lr_scale=request.learning_rate_scale or 1.0,
+                embedding_grads=sparse,
             )
         except NotInitializedError as error:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{self._who()}: {error}")
@@ -137,10 +156,22 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
     def pull_embedding_vectors(
         self, request: pb.PullEmbeddingVectorsRequest, context: grpc.ServicerContext
     ) -> pb.Tensor:
-        context.abort(
-            grpc.StatusCode.UNIMPLEMENTED,
-            f"{self._who()}: embedding tables are not supported yet (asked for {request.name!r})",
-        )
+        """Rows of one table, in the order of the ids (`id_tensor`, else `ids`)."""
+        if request.HasField("id_tensor"):
+            ids = self._decode_ids(request.id_tensor, context, request.name)
+        else:
+            ids = np.asarray(request.ids, dtype=np.int64)
+        return encode(request.name, self._lookup(request.name, ids, context))
+
+    def pull_embedding_tables(
+        self, request: pb.PullEmbeddingTablesRequest, context: grpc.ServicerContext
+    ) -> pb.PullEmbeddingTablesResponse:
+        """Rows of several tables: one answer tensor per ids tensor, same names and order."""
+        vectors = []
+        for tensor in request.ids:
+            ids = self._decode_ids(tensor, context, tensor.name)
+            vectors.append(encode(tensor.name, self._lookup(tensor.name, ids, context)))
+        return pb.PullEmbeddingTablesResponse(vectors=vectors)
 
     def get_applied_progress(
         self, request: pb.AppliedProgressRequest, context: grpc.ServicerContext
@@ -151,6 +182,36 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
     # -- helpers --------------------------------------------------------------------------
     def _who(self) -> str:
         return f"parameter server {self.ps_id} of {self.num_ps}"
+
+    def _lookup(self, name: str, ids: np.ndarray, context: grpc.ServicerContext) -> np.ndarray:
+        try:
+            return self.parameters.lookup(name, ids)
+        except ValueError as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self._who()}: {error}")
+
+    def _decode_ids(self, tensor: Any, context: grpc.ServicerContext, name: str) -> np.ndarray:
+        """int64 ids of table `name` from a Tensor, checked to belong to this shard."""
+        try:
+            ids = decode(tensor)
+        except ValueError as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self._who()}: {error}")
+        if ids.dtype.kind not in "iu" or ids.ndim != 1:
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{self._who()}: ids of table {name!r} must be a 1-D int64 tensor, "
+                f"got {ids.dtype} of shape {ids.shape}",
+            )
+        ids = ids.astype(np.int64, copy=False)
+        if self.num_ps > 1 and ids.size:
+            foreign = np.flatnonzero(embedding_shard(ids, self.num_ps) != self.ps_id)
+            if foreign.size:
+                context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"{self._who()}: {foreign.size} ids of table {name!r} belong to other shards "
+                    f"(e.g. {int(ids[foreign[0]])}); do client and servers agree on the number "
+                    "of parameter servers?",
+                )
+        return ids
 
     def _decode(
         self, tensors: Any, context: grpc.ServicerContext, what: str
@@ -173,6 +234,11 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
                 f"{what} for variables not on {self._who()}: {foreign} "
                 "(do client and servers agree on the number of parameter servers?)",
             )
+
+
+def table_spec_of(info: pb.EmbeddingTableInfo) -> TableSpec:
+    """The `TableSpec` of a proto `EmbeddingTableInfo`."""
+    return TableSpec(info.name, int(info.dim), info.initializer or "uniform", int(info.seed))
 
 
 def policy_of(config: JobConfig) -> GradientPolicy:

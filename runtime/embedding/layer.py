@@ -94,10 +94,12 @@ class Embedding(keras.layers.Layer):
         ids = np.asarray(ids, np.int64).reshape(-1)
         rows = np.asarray(rows, np.float32).reshape(len(ids), self.output_dim)
         matrix = np.concatenate([rows, np.zeros((1, self.output_dim), np.float32)])
-        init = tf.lookup.KeyValueTensorInitializer(
-            tf.constant(ids), tf.range(len(ids), dtype=tf.int64)
-        )
-        table = tf.lookup.StaticHashTable(init, default_value=len(ids))
+        zeros_row = len(ids)
+        index = np.arange(len(ids), dtype=np.int64)
+        if not len(ids):  # a hash table cannot be empty: one key, mapped to the zeros row
+            ids, index = np.zeros(1, np.int64), np.zeros(1, np.int64)
+        init = tf.lookup.KeyValueTensorInitializer(tf.constant(ids), tf.constant(index))
+        table = tf.lookup.StaticHashTable(init, default_value=zeros_row)
         self._trained = (table, tf.Variable(matrix, trainable=False, name="trained_rows"))
 
     @property

@@ -4,9 +4,8 @@ Per minibatch (see `runtime/embedding/feed.py` for the two passes):
 
 1. `ids(features)`: per table, the minibatch's unique ids and each layer call's positions
    among them (a compiled pass that computes ids only);
-2. `pull_rows`: the rows of those ids from the parameter servers (`PSClient`
-   `pull_embedding_vectors`, one call per table, all tables in flight together; the client
-   splits each table's ids by owning PS and sends one request per PS);
+2. `pull_rows`: the rows of those ids from the parameter servers (`PSClient.pull_embeddings`:
+   every table's ids split by owning PS, one request per PS, all PS in parallel);
 3. `step(features, labels, rows, index)`: loss, dense gradients, non-trainable state and one
    gradient row per unique id per table (IndexedSlices densified over the unique ids: the
    gradients of repeated ids are summed).
@@ -17,7 +16,6 @@ The rows are inputs of the compiled step, so the dense part keeps one traced gra
 from __future__ import annotations
 
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -74,7 +72,6 @@ class SparseFunctions:
         self.ids = ids
         self.step = step
         self.predict_fed = predict
-        self._pool = ThreadPoolExecutor(max_workers=min(8, max(1, len(tables))))
 
     def gather_ids(self, features: Any) -> tuple[dict[str, np.ndarray], dict[str, list[Any]]]:
         """(table -> unique ids as int64 arrays, table -> per-call index tensors)."""
@@ -84,15 +81,12 @@ class SparseFunctions:
         return unique, index
 
     def pull_rows(self, ps: Any, unique: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """The PS rows of each table's unique ids, all tables in flight together."""
-        futures = {
-            t: self._pool.submit(ps.pull_embedding_vectors, t, unique[t])
-            for t in self.tables
-            if len(unique[t])
-        }
+        """The PS rows of each table's unique ids: one request per PS for all tables."""
+        wanted = {t: unique[t] for t in self.tables if len(unique[t])}
+        pulled = ps.pull_embeddings(wanted) if wanted else {}
         return {
-            t: np.asarray(futures[t].result(), np.float32)
-            if t in futures
+            t: np.asarray(pulled[t], np.float32)
+            if t in pulled
             else np.zeros((0, self._dims[t]), np.float32)
             for t in self.tables
         }
@@ -105,6 +99,3 @@ class SparseFunctions:
             return self.predict_fed(features, self.pull_rows(ps, unique), index)
 
         return predict
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=False)

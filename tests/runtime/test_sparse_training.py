@@ -177,6 +177,7 @@ def test_sync_single_worker_sparse_job_equals_single_process_sgd(ctr, tmp_path):
         )
     for (name, _), field in zip(tables.items(), reference.model.fields, strict=True):
         ids, rows = trained_tables[name]
+        assert len(ids) > 0, f"no trained rows of {name} in params.npz"
         np.testing.assert_allclose(
             rows, field.embeddings.numpy()[ids], rtol=1e-4, atol=1e-5, err_msg=name
         )

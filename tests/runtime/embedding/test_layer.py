@@ -57,6 +57,8 @@ def test_trained_rows_serve_and_unseen_ids_read_as_zeros():
     layer.set_trained_rows(np.array([10, 2**40]), np.array([[1.0, 2.0], [3.0, 4.0]]))
     out = layer(tf.constant([2**40, 11, 10], tf.int64)).numpy()
     np.testing.assert_array_equal(out, [[3, 4], [0, 0], [1, 2]])
+    layer.set_trained_rows(np.zeros(0, np.int64), np.zeros((0, 2)))
+    np.testing.assert_array_equal(layer(tf.constant([0, 10])).numpy(), np.zeros((2, 2)))
 
 
 def test_feed_passes_collect_unique_ids_and_sum_gradients_per_id():

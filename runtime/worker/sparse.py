@@ -70,8 +70,17 @@ class SparseFunctions:
                 return model(features, training=False)
 
         self.ids = ids
-        self.step = step
+        self._step = step
         self.predict_fed = predict
+        self._traced = False
+
+    def step(self, features: Any, labels: Any, rows: Any, index: Any) -> Any:
+        """The compiled step; traced once for any number of unique ids (shapes relaxed up
+        front, so a new id count does not retrace it)."""
+        if not self._traced:
+            self._step.get_concrete_function(*_relaxed((features, labels, rows, index)))
+            self._traced = True
+        return self._step(features, labels, rows, index)
 
     def gather_ids(self, features: Any) -> tuple[dict[str, np.ndarray], dict[str, list[Any]]]:
         """(table -> unique ids as int64 arrays, table -> per-call index tensors)."""
@@ -99,3 +108,16 @@ class SparseFunctions:
             return self.predict_fed(features, self.pull_rows(ps, unique), index)
 
         return predict
+
+
+def _relaxed(structure: Any) -> Any:
+    """TensorSpecs of `structure`: vectors of any length, higher ranks with every dimension
+    but the last unknown."""
+
+    def spec(value: Any) -> tf.TensorSpec:
+        value = tf.convert_to_tensor(value)
+        rank = value.shape.rank
+        shape = [None] * rank if rank < 2 else [None] * (rank - 1) + [value.shape[-1]]
+        return tf.TensorSpec(shape, value.dtype)
+
+    return tf.nest.map_structure(spec, structure)

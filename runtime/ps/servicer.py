@@ -275,6 +275,10 @@ def model_shapes(config: JobConfig) -> dict[str, tuple[int, ...]] | None:
 def restore_at_start(config: JobConfig, parameters: Parameters, ps_id: int) -> int | None:
     """Restore shard `ps_id` from the job's checkpoints, if any; returns the version restored.
 
+    The log line ("parameter server I of N restored version V from DIR...: ..., R embedding
+    rows in T tables {table: rows} (S s)") says what came back; `parameters.embeddings.rows()`
+    has the rows per table afterwards.
+
     `checkpoint_dir` with a valid checkpoint wins (a relaunched PS: the job's own, newest state);
     else `checkpoint_dir_for_init`, which must hold a valid checkpoint. The checkpoint is
     re-sharded to `config.num_ps`, and checked against the model's variables when they can be
@@ -313,9 +317,11 @@ def restore_at_start(config: JobConfig, parameters: Parameters, ps_id: int) -> i
     parameters.restore(state, source)
     values = sum(int(np.size(v)) for v in state.trainable.values())
     resharded = f", re-sharded from {loaded.num_ps}" if loaded.num_ps != config.num_ps else ""
+    rows = {name: int(e.ids.size) for name, e in state.embeddings.items()}
     _log.info(
         "parameter server %d of %d restored version %d from %s%s: %d trainable (%d values) and "
-        "%d non-trainable variables, %d optimizer slots, iterations %d (%.2f s)",
+        "%d non-trainable variables, %d optimizer slots, iterations %d, %d embedding rows in %d "
+        "tables%s (%.2f s)",
         ps_id,
         config.num_ps,
         loaded.version,
@@ -326,6 +332,9 @@ def restore_at_start(config: JobConfig, parameters: Parameters, ps_id: int) -> i
         len(state.non_trainable),
         len(state.slots),
         state.iterations,
+        sum(rows.values()),
+        len(rows),
+        f" {rows}" if rows else "",
         time.perf_counter() - start,
     )
     return loaded.version

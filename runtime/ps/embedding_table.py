@@ -67,6 +67,7 @@ class EmbeddingTable:
         self._index_ids = np.empty(0, dtype=np.int64)
         self._index_rows = np.empty(0, dtype=np.int64)
         self._mask = 0
+        self._scratch = np.empty(0, dtype=np.int64)
         self._rebuild_index(2 * _MIN_CAPACITY)
 
     @property
@@ -92,8 +93,8 @@ class EmbeddingTable:
     # -- reads and updates ----------------------------------------------------------------
     def lookup(self, ids: np.ndarray) -> np.ndarray:
         """Rows of `ids` (float32, (len(ids), dim), a new array), creating missing ones."""
-        rows = self.row_indices(ids)
-        return np.take(self._rows, rows, axis=0)
+        rows = self.row_indices(ids)  # first: it may reallocate self._rows
+        return _gather(self._rows, rows)
 
     def row_indices(self, ids: np.ndarray, create: bool = True) -> np.ndarray:
         """Storage rows of `ids` (int64); missing ids are created, or -1 with create=False."""
@@ -130,14 +131,14 @@ class EmbeddingTable:
             return
         self._use_optimizer(optimizer)
         rows = self.row_indices(ids)
-        if not _unique(rows):
+        if not self._unique(rows):
             rows, grads = _sum_duplicates(rows, grads)
-        params = np.take(self._rows, rows, axis=0)
-        slots = {name: np.take(a, rows, axis=0) for name, a in self._slots.items()}
+        params = _gather(self._rows, rows)
+        slots = {name: _gather(a, rows) for name, a in self._slots.items()}
         optimizer.apply(params, grads, slots, learning_rate)
-        self._rows[rows] = params
+        _scatter(self._rows, rows, params)
         for name, values in slots.items():
-            self._slots[name][rows] = values
+            _scatter(self._slots[name], rows, values)
 
     # -- checkpoints ----------------------------------------------------------------------
     def export(self) -> TableExport:
@@ -177,6 +178,16 @@ class EmbeddingTable:
             self._slots[name][where] = np.asarray(values).reshape(ids.size, -1)
 
     # -- internals ------------------------------------------------------------------------
+    def _unique(self, rows: np.ndarray) -> bool:
+        """Whether `rows` has no duplicates: O(n) with a scratch array (no sort)."""
+        if rows.size < 2:
+            return True
+        if self._scratch.size < len(self._rows):
+            self._scratch = np.empty(len(self._rows), dtype=np.int64)
+        order = np.arange(rows.size, dtype=np.int64)
+        self._scratch[rows] = order  # a duplicate row keeps only one of its positions
+        return bool((self._scratch[rows] == order).all())
+
     def _use_optimizer(self, optimizer: SparseOptimizer) -> None:
         specs = tuple(
             SlotSpec(s.name, s.width or self.dim, s.initial, s.dtype)
@@ -273,11 +284,20 @@ def _as_ids(ids: np.ndarray) -> np.ndarray:
     return array.astype(np.int64, copy=False).reshape(-1)
 
 
-def _unique(rows: np.ndarray) -> bool:
-    if rows.size < 2:
-        return True
-    ordered = np.sort(rows)
-    return not bool((ordered[1:] == ordered[:-1]).any())
+def _gather(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """`array[rows]` for a C-contiguous 2-D array, moving each row as one opaque item (about
+    twice as fast as numpy's fancy indexing over elements)."""
+    width = array.shape[1] * array.itemsize
+    items = array.view(np.dtype((np.void, width))).reshape(-1)
+    return np.take(items, rows).view(array.dtype).reshape(rows.size, array.shape[1])
+
+
+def _scatter(array: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+    """`array[rows] = values` (rows unique), row by row as opaque items."""
+    width = array.shape[1] * array.itemsize
+    items = array.view(np.dtype((np.void, width))).reshape(-1)
+    values = np.ascontiguousarray(values, dtype=array.dtype)
+    items[rows] = values.view(np.dtype((np.void, width))).reshape(-1)
 
 
 def _sum_duplicates(rows: np.ndarray, grads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

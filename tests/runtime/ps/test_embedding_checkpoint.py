@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import subprocess
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -199,3 +201,47 @@ def test_relaunched_shard_and_a_job_with_three_shards_get_the_checkpointed_rows(
     finally:
         for server in servers:
             server.stop(None)
+
+
+def test_a_sigkilled_ps_process_comes_back_with_its_rows_and_slots(tmp_path):
+    directory = str(tmp_path / "ckpt")
+    config = job_config(1, checkpoint_dir=directory, checkpoint_steps=1).write(tmp_path / "j.json")
+    port = free_port()
+    command = [sys.executable, "-P", "-m", "elasticdl.runtime.ps.main", "--config", str(config),
+               "--ps_id", "0", "--port", str(port)]  # fmt: skip
+
+    def launch() -> tuple[subprocess.Popen, list[str]]:
+        process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+        lines = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (line := process.stderr.readline()):
+            lines.append(line)
+            if "listening on" in line:
+                return process, lines
+        process.kill()
+        raise AssertionError(f"the PS did not start: {''.join(lines)}")
+
+    ids = IDS[:50]
+    process, _ = launch()
+    try:
+        with PSClient([f"{HOST}:{port}"], timeout_s=20) as client:
+            client.push_model({}, embedding_tables=TABLES)
+            for version in range(3):
+                grads = {"emb/user": (ids, np.full((50, 4), version + 1.0))}
+                assert client.push_gradients({}, version, embedding_grads=grads).accepted
+            wait_until(lambda: ckpt.latest_valid_version(directory) == 3, "checkpoint 3")
+            trained = client.pull_embedding_vectors("emb/user", ids)
+            process.kill()  # SIGKILL: no goodbye
+            process.wait(10)
+            process, lines = launch()
+            assert any("restored version 3" in x and "50 embedding rows" in x for x in lines)
+            np.testing.assert_array_equal(client.pull_embedding_vectors("emb/user", ids), trained)
+            # Adam's per-row state came back: the next step is the 4th step of each row
+            client.push_gradients({}, 3, embedding_grads={"emb/user": (ids, np.ones((50, 4)))})
+            state = ckpt.load_all(directory, 3).embeddings["emb/user"]
+            assert (state.slots["step"] == 3).all()
+            wait_until(lambda: ckpt.latest_valid_version(directory) == 4, "checkpoint 4")
+            assert (ckpt.load_all(directory).embeddings["emb/user"].slots["step"] == 4).all()
+    finally:
+        process.kill()
+        process.wait(10)

@@ -77,8 +77,8 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
         """Initialize the shard from the first model pushed; later pushes are ignored."""
         values = self._decode(request.dense_parameters, context, "model")
         self._check_shard(values, context, "model")
-        tables = [table_spec_of(info) for info in request.embedding_table_infos]
         try:
+            tables = [table_spec_of(info) for info in request.embedding_table_infos]
             created = self.parameters.initialize(
                 values,
                 set(request.non_trainable),
@@ -237,7 +237,12 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
 
 
 def table_spec_of(info: pb.EmbeddingTableInfo) -> TableSpec:
-    """The `TableSpec` of a proto `EmbeddingTableInfo`."""
+    """The `TableSpec` of a proto `EmbeddingTableInfo` (ValueError unless float32 rows)."""
+    if info.dtype not in (pb.DT_INVALID, pb.DT_FLOAT32):
+        raise ValueError(
+            f"embedding table {info.name!r}: rows of {pb.DataType.Name(info.dtype)} are not "
+            "supported; tables hold float32 rows"
+        )
     return TableSpec(info.name, int(info.dim), info.initializer or "uniform", int(info.seed))
 
 

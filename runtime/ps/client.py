@@ -16,10 +16,11 @@ any object with those attributes, or a (name, dim[, initializer[, seed]]) tuple)
 on shard `embedding_shard(id, N)`. `pull_embedding_vectors(name, ids)` dedupes the ids, sends
 each shard one batched call for its ids (all shards in parallel) and returns float32 rows
 (len(ids), dim) in the order of `ids`; `pull_embeddings({name: ids})` does several tables with
-one call per shard. `push_gradients(..., embedding_grads={name: (ids, values)})` sends each shard
-the rows it owns in the same request as its dense gradients, so they share its accept/reject
-decision. Duplicate ids need not be reduced by the caller: the parameter server sums them
-(reducing first only saves bytes).
+one call per shard. `push_gradients(..., embedding_grads={name: (ids, values)})` sends each
+shard the rows it owns in the same request as its dense gradients, so they share its
+accept/reject decision. Duplicate ids need not be reduced by the caller: the parameter server
+sums them (reducing first only saves bytes). `describe_embedding_tables()` and
+`read_embedding_table(name)` give every table's spec, row counts and all rows (for exports).
 
 Pulled values are read-only NumPy views of the response bytes: assign them to variables (which
 copies) or copy them before mutating. Errors: `PSUnavailableError` when a shard cannot be
@@ -258,6 +259,41 @@ class PSClient:
             for tensor in response.vectors:
                 rows[tensor.name].append(decode(tensor))
         return {name: plan.assemble(rows[name]) for name, plan in plans.items()}
+
+    def describe_embedding_tables(self) -> dict[str, tuple[TableSpec, int]]:
+        """Every table the shards hold: its spec and its rows over all shards."""
+        responses = self._gather("describe_embedding_tables", [pb.Empty()] * self.num_ps)
+        out: dict[str, tuple[TableSpec, int]] = {}
+        for response in responses:
+            for info, rows in zip(response.infos, response.rows, strict=True):
+                spec = TableSpec(info.name, int(info.dim), info.initializer, int(info.seed))
+                out[info.name] = (spec, out.get(info.name, (spec, 0))[1] + int(rows))
+        return out
+
+    def read_embedding_table(
+        self, name: str, page_rows: int = 1 << 18
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, rows) of every row of table `name` on every shard (shard by shard, pages of
+        `page_rows` rows, the shards in parallel). Rows created meanwhile may be included."""
+        starts = [0] * self.num_ps
+        done = [False] * self.num_ps
+        ids: list[np.ndarray] = []
+        rows: list[np.ndarray] = []
+        while not all(done):
+            shards = [s for s in range(self.num_ps) if not done[s]]
+            requests = [
+                pb.ReadEmbeddingRowsRequest(name=name, start=starts[s], limit=page_rows)
+                for s in shards
+            ]
+            for shard, response in zip(
+                shards, self._gather("read_embedding_rows", requests, shards), strict=True
+            ):
+                page_ids, page_rows_ = decode(response.rows.ids), decode(response.rows.values)
+                ids.append(page_ids)
+                rows.append(page_rows_)
+                starts[shard] += page_ids.size
+                done[shard] = page_ids.size == 0 or starts[shard] >= response.total
+        return np.concatenate(ids), np.concatenate(rows)
 
     def applied_progress(self, task_ids: Iterable[int]) -> dict[int, int]:
         """For each task: records whose gradients reached every shard (minimum over shards)."""

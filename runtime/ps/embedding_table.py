@@ -140,6 +140,13 @@ class EmbeddingTable:
         for name, values in slots.items():
             _scatter(self._slots[name], rows, values)
 
+    def read(self, start: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of (ids, rows) of storage rows [start, start + limit), in creation order."""
+        start = max(0, int(start))
+        end = min(self._size, start + max(0, int(limit)))
+        end = max(start, end)
+        return self._ids[start:end].copy(), self._rows[start:end].copy()
+
     # -- checkpoints ----------------------------------------------------------------------
     def export(self) -> TableExport:
         """Copies of every id, row and slot (in creation order)."""

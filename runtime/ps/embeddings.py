@@ -71,6 +71,13 @@ class EmbeddingStore:
         with self._lock:
             return self._table(name).lookup(ids)
 
+    def read(self, name: str, start: int, limit: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """(ids, rows, rows held) of rows [start, start + limit) of table `name`."""
+        with self._lock:
+            table = self._table(name)
+            ids, rows = table.read(start, limit)
+            return ids, rows, len(table)
+
     def check(self, grads: SparseGrads) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Validated (ids int64 (n,), values float32 (n, dim)) per table; ValueError naming
         the first unknown table or mis-shaped gradient."""

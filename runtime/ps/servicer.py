@@ -173,6 +173,30 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
             vectors.append(encode(tensor.name, self._lookup(tensor.name, ids, context)))
         return pb.PullEmbeddingTablesResponse(vectors=vectors)
 
+    def describe_embedding_tables(
+        self, request: pb.Empty, context: grpc.ServicerContext
+    ) -> pb.EmbeddingTablesDescription:
+        """The tables this shard holds and its rows of each."""
+        store = self.parameters.embeddings
+        rows = store.rows()
+        infos = [table_info_of(spec) for spec in store.specs()]
+        return pb.EmbeddingTablesDescription(infos=infos, rows=[rows[i.name] for i in infos])
+
+    def read_embedding_rows(
+        self, request: pb.ReadEmbeddingRowsRequest, context: grpc.ServicerContext
+    ) -> pb.ReadEmbeddingRowsResponse:
+        """A page of a table's rows on this shard, in creation order."""
+        try:
+            ids, rows, total = self.parameters.embeddings.read(
+                request.name, request.start, request.limit
+            )
+        except ValueError as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self._who()}: {error}")
+        part = pb.EmbeddingSlices(
+            name=request.name, ids=encode(request.name, ids), values=encode(request.name, rows)
+        )
+        return pb.ReadEmbeddingRowsResponse(rows=part, total=total)
+
     def get_applied_progress(
         self, request: pb.AppliedProgressRequest, context: grpc.ServicerContext
     ) -> pb.AppliedProgressResponse:
@@ -244,6 +268,17 @@ def table_spec_of(info: pb.EmbeddingTableInfo) -> TableSpec:
             "supported; tables hold float32 rows"
         )
     return TableSpec(info.name, int(info.dim), info.initializer or "uniform", int(info.seed))
+
+
+def table_info_of(spec: TableSpec) -> pb.EmbeddingTableInfo:
+    """The proto `EmbeddingTableInfo` of a `TableSpec`."""
+    return pb.EmbeddingTableInfo(
+        name=spec.name,
+        dim=spec.dim,
+        initializer=spec.initializer,
+        dtype=pb.DT_FLOAT32,
+        seed=spec.seed,
+    )
 
 
 def policy_of(config: JobConfig) -> GradientPolicy:

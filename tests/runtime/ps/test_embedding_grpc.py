@@ -225,3 +225,19 @@ def test_a_real_ps_process_serves_tables(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_every_row_can_be_read_back_for_an_export(two_shards):
+    client, _ = two_shards
+    client.push_model({}, embedding_tables=TABLES)
+    ids = np.arange(0, 5000, 7, dtype=np.int64)
+    rows = client.pull_embedding_vectors("emb/user", ids)
+    client.pull_embedding_vectors("emb/item", ids[:3])
+    described = client.describe_embedding_tables()
+    assert described == {"emb/user": (TABLES[0], ids.size), "emb/item": (TABLES[1], 3)}
+    read_ids, read_rows = client.read_embedding_table("emb/user", page_rows=100)
+    order = np.argsort(read_ids)
+    np.testing.assert_array_equal(read_ids[order], ids)
+    np.testing.assert_array_equal(read_rows[order], rows)
+    with pytest.raises(PSError, match="no embedding table named 'x'"):
+        client.read_embedding_table("x")

@@ -129,7 +129,7 @@ class EmbeddingTable:
             )
         if ids.size == 0:
             return
-        self._use_optimizer(optimizer)
+        self.use_optimizer(optimizer)
         rows = self.row_indices(ids)
         if not self._unique(rows):
             rows, grads = _sum_duplicates(rows, grads)
@@ -184,18 +184,10 @@ class EmbeddingTable:
         for name, values in slots.items():
             self._slots[name][where] = np.asarray(values).reshape(ids.size, -1)
 
-    # -- internals ------------------------------------------------------------------------
-    def _unique(self, rows: np.ndarray) -> bool:
-        """Whether `rows` has no duplicates: O(n) with a scratch array (no sort)."""
-        if rows.size < 2:
-            return True
-        if self._scratch.size < len(self._rows):
-            self._scratch = np.empty(len(self._rows), dtype=np.int64)
-        order = np.arange(rows.size, dtype=np.int64)
-        self._scratch[rows] = order  # a duplicate row keeps only one of its positions
-        return bool((self._scratch[rows] == order).all())
-
-    def _use_optimizer(self, optimizer: SparseOptimizer) -> None:
+    def use_optimizer(self, optimizer: SparseOptimizer) -> None:
+        """Allocate `optimizer`'s slots (done by the first `apply`; call it before `load` so
+        that rows created later start from the optimizer's initial slot values). Slots of the
+        same names are kept; other names are a ValueError."""
         specs = tuple(
             SlotSpec(s.name, s.width or self.dim, s.initial, s.dtype)
             for s in optimizer.slot_specs()
@@ -215,6 +207,17 @@ class EmbeddingTable:
             if spec.name in old and old[spec.name].shape[1] == spec.width:
                 array[: self._size] = old[spec.name][: self._size]
             self._slots[spec.name] = array
+
+    # -- internals ------------------------------------------------------------------------
+    def _unique(self, rows: np.ndarray) -> bool:
+        """Whether `rows` has no duplicates: O(n) with a scratch array (no sort)."""
+        if rows.size < 2:
+            return True
+        if self._scratch.size < len(self._rows):
+            self._scratch = np.empty(len(self._rows), dtype=np.int64)
+        order = np.arange(rows.size, dtype=np.int64)
+        self._scratch[rows] = order  # a duplicate row keeps only one of its positions
+        return bool((self._scratch[rows] == order).all())
 
     def _find(self, ids: np.ndarray) -> np.ndarray:
         mask = np.uint64(self._mask)

@@ -38,7 +38,8 @@ class EmbeddingStore:
         return tuple(self._tables)
 
     def specs(self) -> list[TableSpec]:
-        return [t.spec for t in self._tables.values()]
+        with self._lock:
+            return [t.spec for t in self._tables.values()]
 
     def rows(self) -> dict[str, int]:
         """Rows held per table."""
@@ -140,7 +141,10 @@ class EmbeddingStore:
                         sorted(wanted),
                     )
                     slots = {}
-                self._tables[name].load(export.ids, export.rows, slots)
+                table = self._tables[name]
+                if self.optimizer is not None:
+                    table.use_optimizer(self.optimizer)
+                table.load(export.ids, export.rows, slots)
 
     def _table(self, name: str) -> EmbeddingTable:
         table = self._tables.get(name)

@@ -59,3 +59,19 @@ def test_a_rejected_push_changes_no_row():
     with pytest.raises(ValueError, match="no embedding table named 'other'"):
         store.push_gradients({}, 1, embedding_grads={"other": ONE})
     assert store.version == 1
+
+
+def test_rows_created_after_a_restore_start_from_the_optimizers_initial_slots():
+    """Adagrad's accumulator starts at 0.1 also for rows first touched after a restore."""
+    make = lambda: keras.optimizers.Adagrad(0.1)  # noqa: E731
+    trained = Parameters(make)
+    trained.initialize({}, embedding_tables=[TABLE])
+    trained.push_gradients({}, 0, embedding_grads={"emb": ONE})
+    restored = Parameters(make)
+    restored.restore(trained.state())
+    new = (np.array([8]), np.ones((1, 2), np.float32))
+    restored.lookup("emb", new[0])  # created before any apply
+    for store in (trained, restored):
+        store.push_gradients({}, 1, embedding_grads={"emb": new})
+    np.testing.assert_array_equal(restored.lookup("emb", new[0]), trained.lookup("emb", new[0]))
+    np.testing.assert_array_equal(restored.lookup("emb", ONE[0]), trained.lookup("emb", ONE[0]))

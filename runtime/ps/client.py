@@ -41,7 +41,7 @@ import numpy as np
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime.job_config import GRPC_OPTIONS
-from elasticdl.runtime.ps.embedding_table import TableSpec
+from elasticdl.runtime.ps.embedding_table import TableSpec, take_rows
 from elasticdl.runtime.ps.partition import embedding_shard, ps_of
 from elasticdl.runtime.tensor_codec import decode, decode_all, encode
 
@@ -398,7 +398,7 @@ class _Plan:
     """How the ids of one table are split over shards and the rows put back in order."""
 
     parts: list[tuple[int, np.ndarray]]
-    order: np.ndarray  # position in the concatenated answers of each unique id
+    order: np.ndarray | None  # position in the concatenated answers of each unique id
     inverse: np.ndarray  # unique id of each asked id
     count: int
 
@@ -406,7 +406,8 @@ class _Plan:
         if not answers:
             return np.zeros((self.count, 0), dtype=np.float32)
         rows = answers[0] if len(answers) == 1 else np.concatenate(answers)
-        return rows[self.order[self.inverse]]
+        where = self.inverse if self.order is None else self.order[self.inverse]
+        return take_rows(rows, where)
 
 
 def _plan(ids: np.ndarray, num_ps: int) -> _Plan:
@@ -416,7 +417,7 @@ def _plan(ids: np.ndarray, num_ps: int) -> _Plan:
     ids = ids.astype(np.int64, copy=False).reshape(-1)
     unique, inverse = np.unique(ids, return_inverse=True)
     if num_ps == 1 or unique.size == 0:  # an empty pull still learns the table's dim
-        return _Plan([(0, unique)], np.arange(unique.size), inverse, ids.size)
+        return _Plan([(0, unique)], None, inverse, ids.size)
     owner = embedding_shard(unique, num_ps)
     by_shard = np.argsort(owner, kind="stable")
     bounds = np.searchsorted(owner[by_shard], np.arange(num_ps + 1))

@@ -94,7 +94,7 @@ class EmbeddingTable:
     def lookup(self, ids: np.ndarray) -> np.ndarray:
         """Rows of `ids` (float32, (len(ids), dim), a new array), creating missing ones."""
         rows = self.row_indices(ids)  # first: it may reallocate self._rows
-        return _gather(self._rows, rows)
+        return take_rows(self._rows, rows)
 
     def row_indices(self, ids: np.ndarray, create: bool = True) -> np.ndarray:
         """Storage rows of `ids` (int64); missing ids are created, or -1 with create=False."""
@@ -133,8 +133,8 @@ class EmbeddingTable:
         rows = self.row_indices(ids)
         if not self._unique(rows):
             rows, grads = _sum_duplicates(rows, grads)
-        params = _gather(self._rows, rows)
-        slots = {name: _gather(a, rows) for name, a in self._slots.items()}
+        params = take_rows(self._rows, rows)
+        slots = {name: take_rows(a, rows) for name, a in self._slots.items()}
         optimizer.apply(params, grads, slots, learning_rate)
         _scatter(self._rows, rows, params)
         for name, values in slots.items():
@@ -294,9 +294,10 @@ def _as_ids(ids: np.ndarray) -> np.ndarray:
     return array.astype(np.int64, copy=False).reshape(-1)
 
 
-def _gather(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def take_rows(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """`array[rows]` for a C-contiguous 2-D array, moving each row as one opaque item (about
     twice as fast as numpy's fancy indexing over elements)."""
+    array = np.ascontiguousarray(array)
     width = array.shape[1] * array.itemsize
     items = array.view(np.dtype((np.void, width))).reshape(-1)
     return np.take(items, rows).view(array.dtype).reshape(rows.size, array.shape[1])

@@ -20,7 +20,8 @@ one call per shard. `push_gradients(..., embedding_grads={name: (ids, values)})`
 shard the rows it owns in the same request as its dense gradients, so they share its
 accept/reject decision. Duplicate ids need not be reduced by the caller: the parameter server
 sums them (reducing first only saves bytes). `describe_embedding_tables()` and
-`read_embedding_table(name)` give every table's spec, row counts and all rows (for exports).
+`read_embedding_table(name)` give every table's spec, row counts and all rows (for exports);
+`pull_all()` adds every table's rows to the dense values as `embedding:<table>:ids`/`:rows`.
 
 Pulled values are read-only NumPy views of the response bytes: assign them to variables (which
 copies) or copy them before mutating. Errors: `PSUnavailableError` when a shard cannot be
@@ -46,6 +47,7 @@ from elasticdl.runtime.ps.partition import embedding_shard, ps_of
 from elasticdl.runtime.tensor_codec import decode, decode_all, encode
 
 DEFAULT_TIMEOUT_S = 60.0
+EMBEDDING_PREFIX = "embedding:"  # pull_all's keys of table rows: embedding:<table>:ids / :rows
 # A restarted parameter server should be reachable again within about a second, not after
 # gRPC's default reconnect backoff (which grows to two minutes).
 CHANNEL_OPTIONS = [
@@ -151,9 +153,19 @@ class PSClient:
             for future in ready:
                 future.cancel()
 
-    def pull_all(self) -> PullResult:
-        """Every value from every shard, whatever the caller holds (`pull(None)`)."""
-        return self.pull(None)
+    def pull_all(self, embeddings: bool = True) -> PullResult:
+        """Every value from every shard, whatever the caller holds (`pull(None)`), and (with
+        `embeddings`) every embedding table's rows as `embedding:<table>:ids` (n,) int64 and
+        `embedding:<table>:rows` (n, dim) float32 (the final pull of a job: params.npz)."""
+        result = self.pull(None)
+        if not embeddings or not result.initialized:
+            return result
+        values = dict(result.values)
+        for name in self.describe_embedding_tables():
+            ids, rows = self.read_embedding_table(name)
+            values[f"{EMBEDDING_PREFIX}{name}:ids"] = ids
+            values[f"{EMBEDDING_PREFIX}{name}:rows"] = rows
+        return PullResult(result.initialized, result.versions, values, result.updated)
 
     def push_model(
         self,

@@ -241,3 +241,24 @@ def test_every_row_can_be_read_back_for_an_export(two_shards):
     np.testing.assert_array_equal(read_rows[order], rows)
     with pytest.raises(PSError, match="no embedding table named 'x'"):
         client.read_embedding_table("x")
+
+
+def test_pull_all_adds_every_tables_rows_for_the_final_model(two_shards):
+    client, _ = two_shards
+    kernel = np.ones((2, 2), np.float32)
+    client.push_model({"dense/kernel": kernel}, embedding_tables=TABLES)
+    ids = np.array([4, 8, 15, 16, 23, 42], dtype=np.int64)
+    rows = client.pull_embedding_vectors("emb/user", ids)
+    pulled = client.pull_all()
+    assert set(pulled.values) == {
+        "dense/kernel",
+        "embedding:emb/user:ids",
+        "embedding:emb/user:rows",
+        "embedding:emb/item:ids",
+        "embedding:emb/item:rows",
+    }
+    order = np.argsort(pulled.values["embedding:emb/user:ids"])
+    np.testing.assert_array_equal(pulled.values["embedding:emb/user:ids"][order], ids)
+    np.testing.assert_array_equal(pulled.values["embedding:emb/user:rows"][order], rows)
+    assert pulled.values["embedding:emb/item:rows"].shape == (0, 3)
+    assert set(client.pull_all(embeddings=False).values) == {"dense/kernel"}

@@ -299,12 +299,23 @@ class PullEmbeddingTablesResponse(_message.Message):
     def __init__(self, vectors: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ...) -> None: ...
 
 class EmbeddingTablesDescription(_message.Message):
-    __slots__ = ("infos", "rows")
+    __slots__ = ("infos", "rows", "restored_version", "restored_rows")
+    class RestoredRowsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     INFOS_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_ROWS_FIELD_NUMBER: _ClassVar[int]
     infos: _containers.RepeatedCompositeFieldContainer[EmbeddingTableInfo]
     rows: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, infos: _Optional[_Iterable[_Union[EmbeddingTableInfo, _Mapping]]] = ..., rows: _Optional[_Iterable[int]] = ...) -> None: ...
+    restored_version: int
+    restored_rows: _containers.ScalarMap[str, int]
+    def __init__(self, infos: _Optional[_Iterable[_Union[EmbeddingTableInfo, _Mapping]]] = ..., rows: _Optional[_Iterable[int]] = ..., restored_version: _Optional[int] = ..., restored_rows: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class ReadEmbeddingRowsRequest(_message.Message):
     __slots__ = ("name", "start", "limit")

@@ -282,6 +282,12 @@ class PSClient:
                 out[info.name] = (spec, out.get(info.name, (spec, 0))[1] + int(rows))
         return out
 
+    def restored_embedding_rows(self) -> list[tuple[int, dict[str, int]]]:
+        """Per shard: (checkpoint version it restored at start, rows per table it restored);
+        (-1, {}) for a shard that started without a checkpoint."""
+        responses = self._gather("describe_embedding_tables", [pb.Empty()] * self.num_ps)
+        return [(int(r.restored_version), dict(r.restored_rows)) for r in responses]
+
     def read_embedding_table(
         self, name: str, page_rows: int = 1 << 18
     ) -> tuple[np.ndarray, np.ndarray]:

@@ -32,6 +32,8 @@ class EmbeddingStore:
         self._lock = threading.Lock()
         self._tables: dict[str, EmbeddingTable] = {}
         self.optimizer: SparseOptimizer | None = None
+        self.restored_version = -1
+        self.restored_rows: dict[str, int] = {}
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -123,9 +125,12 @@ class EmbeddingStore:
                 f"{len(differ)} differ in name, dim, initializer or seed (e.g. {differ[:3]})"
             )
 
-    def load(self, exports: Mapping[str, TableExport], source: str = "a checkpoint") -> None:
-        """Create (or check) each table and set its rows and slots. Slots of another
-        optimizer (other names) are dropped with a warning: those rows' state starts fresh."""
+    def load(
+        self, exports: Mapping[str, TableExport], source: str = "a checkpoint", version: int = -1
+    ) -> None:
+        """Create (or check) each table and set its rows and slots; remembers `version` and
+        the rows per table in `restored_version` / `restored_rows`. Slots of another optimizer
+        (other names) are dropped with a warning: those rows' state starts fresh."""
         self.declare(e.spec for e in exports.values())
         wanted = {s.name for s in self.optimizer.slot_specs()} if self.optimizer else set()
         with self._lock:
@@ -145,6 +150,8 @@ class EmbeddingStore:
                 if self.optimizer is not None:
                     table.use_optimizer(self.optimizer)
                 table.load(export.ids, export.rows, slots)
+            self.restored_version = int(version)
+            self.restored_rows = {n: int(e.ids.size) for n, e in exports.items()}
 
     def _table(self, name: str) -> EmbeddingTable:
         table = self._tables.get(name)

@@ -340,7 +340,7 @@ class Parameters:
             self._create_locked(state.trainable, state.non_trainable, int(state.version), tables)
             try:
                 self._assign_optimizer_state_locked(state, source)
-                self.embeddings.load(state.embeddings, source or "the restored state")
+                self.embeddings.load(state.embeddings, source or "a state", state.version)
             except BaseException:
                 self._initialized = False
                 raise

@@ -180,7 +180,12 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
         store = self.parameters.embeddings
         rows = store.rows()
         infos = [table_info_of(spec) for spec in store.specs()]
-        return pb.EmbeddingTablesDescription(infos=infos, rows=[rows[i.name] for i in infos])
+        return pb.EmbeddingTablesDescription(
+            infos=infos,
+            rows=[rows[i.name] for i in infos],
+            restored_version=store.restored_version,
+            restored_rows=store.restored_rows,
+        )
 
     def read_embedding_rows(
         self, request: pb.ReadEmbeddingRowsRequest, context: grpc.ServicerContext

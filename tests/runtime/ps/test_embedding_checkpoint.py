@@ -176,6 +176,12 @@ def test_relaunched_shard_and_a_job_with_three_shards_get_the_checkpointed_rows(
         held = ckpt.shard_state(ckpt.load_all(directory, 4), 1, 2).embedding_rows
         assert held > 0 and restored and f"{held} embedding rows in 2 tables" in restored[0]
         wait_until(lambda: client.pull().initialized, "the relaunched shard")
+        reports = client.restored_embedding_rows()
+        assert reports[0] == (-1, {}) and reports[1][0] == 4
+        assert sum(reports[1][1].values()) == held and set(reports[1][1]) == {
+            "emb/user",
+            "emb/item",
+        }
         after = client.pull_embedding_vectors("emb/user", ids)
         on_1 = embedding_shard(ids, 2) == 1
         np.testing.assert_array_equal(after[on_1], at_4["emb/user"][:100][on_1])

@@ -87,7 +87,8 @@ class EmbeddingTable:
 
     def nbytes(self) -> int:
         """Bytes allocated for ids, rows, slots and the index (capacity, not just rows held)."""
-        arrays = [self._ids, self._rows, self._index_ids, self._index_rows, *self._slots.values()]
+        arrays = [self._ids, self._rows, self._index_ids, self._index_rows, self._scratch]
+        arrays += self._slots.values()
         return int(sum(a.nbytes for a in arrays))
 
     # -- reads and updates ----------------------------------------------------------------

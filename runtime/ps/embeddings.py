@@ -21,6 +21,7 @@ from elasticdl.runtime.ps.embedding_table import EmbeddingTable, TableExport, Ta
 from elasticdl.runtime.ps.sparse_optimizers import SparseOptimizer
 
 _log = logging.getLogger(__name__)
+READ_PAGE_BYTES = 32 << 20  # well below gRPC's message limit
 
 SparseGrads = Mapping[str, tuple[np.ndarray, np.ndarray]]
 
@@ -75,9 +76,11 @@ class EmbeddingStore:
             return self._table(name).lookup(ids)
 
     def read(self, name: str, start: int, limit: int) -> tuple[np.ndarray, np.ndarray, int]:
-        """(ids, rows, rows held) of rows [start, start + limit) of table `name`."""
+        """(ids, rows, rows held) of rows [start, start + limit) of table `name`; a page is
+        cut to at most READ_PAGE_BYTES of rows."""
         with self._lock:
             table = self._table(name)
+            limit = min(int(limit), max(1, READ_PAGE_BYTES // (4 * table.dim)))
             ids, rows = table.read(start, limit)
             return ids, rows, len(table)
 

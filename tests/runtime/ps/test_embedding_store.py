@@ -75,3 +75,16 @@ def test_rows_created_after_a_restore_start_from_the_optimizers_initial_slots():
         store.push_gradients({}, 1, embedding_grads={"emb": new})
     np.testing.assert_array_equal(restored.lookup("emb", new[0]), trained.lookup("emb", new[0]))
     np.testing.assert_array_equal(restored.lookup("emb", ONE[0]), trained.lookup("emb", ONE[0]))
+
+
+def test_reading_rows_is_paged_by_bytes(monkeypatch):
+    from elasticdl.runtime.ps import embeddings
+
+    monkeypatch.setattr(embeddings, "READ_PAGE_BYTES", 64)  # 8 rows of dim 2
+    store = Parameters(lambda: keras.optimizers.SGD(0.1))
+    store.initialize({}, embedding_tables=[TABLE])
+    store.lookup("emb", np.arange(20))
+    ids, rows, total = store.embeddings.read("emb", 16, 100)
+    assert (ids.tolist(), rows.shape, total) == ([16, 17, 18, 19], (4, 2), 20)
+    ids, _, _ = store.embeddings.read("emb", 0, 100)
+    assert ids.tolist() == list(range(8))

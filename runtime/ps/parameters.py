@@ -145,7 +145,7 @@ class GradientPolicy:
                 self._sums[name] = np.array(grad, copy=True)
                 self._counts[name] = 1
         for name, (ids, values) in (sparse or {}).items():
-            self._sparse.setdefault(name, []).append((ids, values))
+            self._sparse.setdefault(name, []).append((np.array(ids), np.array(values)))
         self._pending.append(contribution)
         if len(self._pending) < self.grads_to_wait:
             return Decision(True)

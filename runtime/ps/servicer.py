@@ -4,10 +4,10 @@ All state and locking live in `Parameters` (thread-safe); the servicer only deco
 names belong to this shard, maps errors to gRPC status codes and encodes replies, so the gRPC
 thread pool runs decoding/encoding of different requests in parallel.
 
-Status codes: FAILED_PRECONDITION for gradients before the model was pushed; INVALID_ARGUMENT
-for names that do not belong to this shard, unknown variables, wrong shapes or a corrupt
-tensor (or a pushed model that differs from the one held), for unknown embedding tables and for
-embedding ids that hash to another shard (`embedding_shard`).
+Status codes: FAILED_PRECONDITION for gradients or embedding lookups before the model was
+pushed; INVALID_ARGUMENT for names that do not belong to this shard, unknown variables, wrong
+shapes or a corrupt tensor (or a pushed model that differs from the one held), for unknown
+embedding tables and for embedding ids that hash to another shard (`embedding_shard`).
 
 Embedding tables: declared by push_model (`Model.embedding_table_infos`, every shard gets all of
 them); `pull_embedding_vectors` (one table) and `pull_embedding_tables` (several) answer rows in
@@ -213,6 +213,11 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
         return f"parameter server {self.ps_id} of {self.num_ps}"
 
     def _lookup(self, name: str, ids: np.ndarray, context: grpc.ServicerContext) -> np.ndarray:
+        if not self.parameters.initialized:
+            context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"{self._who()} has no model yet: push_model must come before embedding lookups",
+            )
         try:
             return self.parameters.lookup(name, ids)
         except ValueError as error:

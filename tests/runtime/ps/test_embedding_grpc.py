@@ -136,6 +136,9 @@ def test_sparse_and_dense_gradients_apply_in_one_push(two_shards):
 
 def test_bad_embedding_requests_are_one_clear_line(two_shards):
     client, _ = two_shards
+    with pytest.raises(PSError, match="push_model must come before embedding lookups") as early:
+        client.pull_embedding_vectors("emb/user", np.array([1]))
+    assert early.value.code == grpc.StatusCode.FAILED_PRECONDITION
     client.push_model({}, embedding_tables=TABLES)
     with pytest.raises(PSError, match="no embedding table named 'nope'"):
         client.pull_embedding_vectors("nope", np.array([1]))

@@ -298,6 +298,43 @@ class PullEmbeddingTablesResponse(_message.Message):
     vectors: _containers.RepeatedCompositeFieldContainer[Tensor]
     def __init__(self, vectors: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ...) -> None: ...
 
+class EmbeddingTablesDescription(_message.Message):
+    __slots__ = ("infos", "rows", "restored_version", "restored_rows")
+    class RestoredRowsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    INFOS_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_ROWS_FIELD_NUMBER: _ClassVar[int]
+    infos: _containers.RepeatedCompositeFieldContainer[EmbeddingTableInfo]
+    rows: _containers.RepeatedScalarFieldContainer[int]
+    restored_version: int
+    restored_rows: _containers.ScalarMap[str, int]
+    def __init__(self, infos: _Optional[_Iterable[_Union[EmbeddingTableInfo, _Mapping]]] = ..., rows: _Optional[_Iterable[int]] = ..., restored_version: _Optional[int] = ..., restored_rows: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class ReadEmbeddingRowsRequest(_message.Message):
+    __slots__ = ("name", "start", "limit")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    start: int
+    limit: int
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ReadEmbeddingRowsResponse(_message.Message):
+    __slots__ = ("rows", "total")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    rows: EmbeddingSlices
+    total: int
+    def __init__(self, rows: _Optional[_Union[EmbeddingSlices, _Mapping]] = ..., total: _Optional[int] = ...) -> None: ...
+
 class TrainedModel(_message.Message):
     __slots__ = ("docker_commit_id", "model_def", "model_def_params", "params_filename", "input_function", "loss", "optimizer", "model_zoo", "saved_model_path", "data", "sql", "db_url", "schema_json", "metrics", "created_time", "model_version", "eval_metrics_fn", "elasticdl_version", "model_zoo_commit", "label_column", "input_signature", "embedding_tables")
     class MetricsEntry(_message.Message):

@@ -16,10 +16,12 @@ any object with those attributes, or a (name, dim[, initializer[, seed]]) tuple)
 on shard `embedding_shard(id, N)`. `pull_embedding_vectors(name, ids)` dedupes the ids, sends
 each shard one batched call for its ids (all shards in parallel) and returns float32 rows
 (len(ids), dim) in the order of `ids`; `pull_embeddings({name: ids})` does several tables with
-one call per shard. `push_gradients(..., embedding_grads={name: (ids, values)})` sends each shard
-the rows it owns in the same request as its dense gradients, so they share its accept/reject
-decision. Duplicate ids need not be reduced by the caller: the parameter server sums them
-(reducing first only saves bytes).
+one call per shard. `push_gradients(..., embedding_grads={name: (ids, values)})` sends each
+shard the rows it owns in the same request as its dense gradients, so they share its
+accept/reject decision. Duplicate ids need not be reduced by the caller: the parameter server
+sums them (reducing first only saves bytes). `describe_embedding_tables()` and
+`read_embedding_table(name)` give every table's spec, row counts and all rows (for exports);
+`pull_all()` adds every table's rows to the dense values as `embedding:<table>:ids`/`:rows`.
 
 Pulled values are read-only NumPy views of the response bytes: assign them to variables (which
 copies) or copy them before mutating. Errors: `PSUnavailableError` when a shard cannot be
@@ -40,11 +42,12 @@ import numpy as np
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime.job_config import GRPC_OPTIONS
-from elasticdl.runtime.ps.embedding_table import TableSpec
+from elasticdl.runtime.ps.embedding_table import TableSpec, take_rows
 from elasticdl.runtime.ps.partition import embedding_shard, ps_of
 from elasticdl.runtime.tensor_codec import decode, decode_all, encode
 
 DEFAULT_TIMEOUT_S = 60.0
+EMBEDDING_PREFIX = "embedding:"  # pull_all's keys of table rows: embedding:<table>:ids / :rows
 # A restarted parameter server should be reachable again within about a second, not after
 # gRPC's default reconnect backoff (which grows to two minutes).
 CHANNEL_OPTIONS = [
@@ -150,9 +153,19 @@ class PSClient:
             for future in ready:
                 future.cancel()
 
-    def pull_all(self) -> PullResult:
-        """Every value from every shard, whatever the caller holds (`pull(None)`)."""
-        return self.pull(None)
+    def pull_all(self, embeddings: bool = True) -> PullResult:
+        """Every value from every shard, whatever the caller holds (`pull(None)`), and (with
+        `embeddings`) every embedding table's rows as `embedding:<table>:ids` (n,) int64 and
+        `embedding:<table>:rows` (n, dim) float32 (the final pull of a job: params.npz)."""
+        result = self.pull(None)
+        if not embeddings or not result.initialized:
+            return result
+        values = dict(result.values)
+        for name in self.describe_embedding_tables():
+            ids, rows = self.read_embedding_table(name)
+            values[f"{EMBEDDING_PREFIX}{name}:ids"] = ids
+            values[f"{EMBEDDING_PREFIX}{name}:rows"] = rows
+        return PullResult(result.initialized, result.versions, values, result.updated)
 
     def push_model(
         self,
@@ -259,6 +272,47 @@ class PSClient:
                 rows[tensor.name].append(decode(tensor))
         return {name: plan.assemble(rows[name]) for name, plan in plans.items()}
 
+    def describe_embedding_tables(self) -> dict[str, tuple[TableSpec, int]]:
+        """Every table the shards hold: its spec and its rows over all shards."""
+        responses = self._gather("describe_embedding_tables", [pb.Empty()] * self.num_ps)
+        out: dict[str, tuple[TableSpec, int]] = {}
+        for response in responses:
+            for info, rows in zip(response.infos, response.rows, strict=True):
+                spec = TableSpec(info.name, int(info.dim), info.initializer, int(info.seed))
+                out[info.name] = (spec, out.get(info.name, (spec, 0))[1] + int(rows))
+        return out
+
+    def restored_embedding_rows(self) -> list[tuple[int, dict[str, int]]]:
+        """Per shard: (checkpoint version it restored at start, rows per table it restored);
+        (-1, {}) for a shard that started without a checkpoint."""
+        responses = self._gather("describe_embedding_tables", [pb.Empty()] * self.num_ps)
+        return [(int(r.restored_version), dict(r.restored_rows)) for r in responses]
+
+    def read_embedding_table(
+        self, name: str, page_rows: int = 1 << 18
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, rows) of every row of table `name` on every shard (shard by shard, pages of
+        `page_rows` rows, the shards in parallel). Rows created meanwhile may be included."""
+        starts = [0] * self.num_ps
+        done = [False] * self.num_ps
+        ids: list[np.ndarray] = []
+        rows: list[np.ndarray] = []
+        while not all(done):
+            shards = [s for s in range(self.num_ps) if not done[s]]
+            requests = [
+                pb.ReadEmbeddingRowsRequest(name=name, start=starts[s], limit=page_rows)
+                for s in shards
+            ]
+            for shard, response in zip(
+                shards, self._gather("read_embedding_rows", requests, shards), strict=True
+            ):
+                page_ids, page_rows_ = decode(response.rows.ids), decode(response.rows.values)
+                ids.append(page_ids)
+                rows.append(page_rows_)
+                starts[shard] += page_ids.size
+                done[shard] = page_ids.size == 0 or starts[shard] >= response.total
+        return np.concatenate(ids), np.concatenate(rows)
+
     def applied_progress(self, task_ids: Iterable[int]) -> dict[int, int]:
         """For each task: records whose gradients reached every shard (minimum over shards)."""
         ids = [int(t) for t in task_ids]
@@ -362,7 +416,7 @@ class _Plan:
     """How the ids of one table are split over shards and the rows put back in order."""
 
     parts: list[tuple[int, np.ndarray]]
-    order: np.ndarray  # position in the concatenated answers of each unique id
+    order: np.ndarray | None  # position in the concatenated answers of each unique id
     inverse: np.ndarray  # unique id of each asked id
     count: int
 
@@ -370,7 +424,8 @@ class _Plan:
         if not answers:
             return np.zeros((self.count, 0), dtype=np.float32)
         rows = answers[0] if len(answers) == 1 else np.concatenate(answers)
-        return rows[self.order[self.inverse]]
+        where = self.inverse if self.order is None else self.order[self.inverse]
+        return take_rows(rows, where)
 
 
 def _plan(ids: np.ndarray, num_ps: int) -> _Plan:
@@ -380,7 +435,7 @@ def _plan(ids: np.ndarray, num_ps: int) -> _Plan:
     ids = ids.astype(np.int64, copy=False).reshape(-1)
     unique, inverse = np.unique(ids, return_inverse=True)
     if num_ps == 1 or unique.size == 0:  # an empty pull still learns the table's dim
-        return _Plan([(0, unique)], np.arange(unique.size), inverse, ids.size)
+        return _Plan([(0, unique)], None, inverse, ids.size)
     owner = embedding_shard(unique, num_ps)
     by_shard = np.argsort(owner, kind="stable")
     bounds = np.searchsorted(owner[by_shard], np.arange(num_ps + 1))

@@ -67,6 +67,7 @@ class EmbeddingTable:
         self._index_ids = np.empty(0, dtype=np.int64)
         self._index_rows = np.empty(0, dtype=np.int64)
         self._mask = 0
+        self._scratch = np.empty(0, dtype=np.int64)
         self._rebuild_index(2 * _MIN_CAPACITY)
 
     @property
@@ -86,14 +87,15 @@ class EmbeddingTable:
 
     def nbytes(self) -> int:
         """Bytes allocated for ids, rows, slots and the index (capacity, not just rows held)."""
-        arrays = [self._ids, self._rows, self._index_ids, self._index_rows, *self._slots.values()]
+        arrays = [self._ids, self._rows, self._index_ids, self._index_rows, self._scratch]
+        arrays += self._slots.values()
         return int(sum(a.nbytes for a in arrays))
 
     # -- reads and updates ----------------------------------------------------------------
     def lookup(self, ids: np.ndarray) -> np.ndarray:
         """Rows of `ids` (float32, (len(ids), dim), a new array), creating missing ones."""
-        rows = self.row_indices(ids)
-        return np.take(self._rows, rows, axis=0)
+        rows = self.row_indices(ids)  # first: it may reallocate self._rows
+        return take_rows(self._rows, rows)
 
     def row_indices(self, ids: np.ndarray, create: bool = True) -> np.ndarray:
         """Storage rows of `ids` (int64); missing ids are created, or -1 with create=False."""
@@ -128,16 +130,23 @@ class EmbeddingTable:
             )
         if ids.size == 0:
             return
-        self._use_optimizer(optimizer)
+        self.use_optimizer(optimizer)
         rows = self.row_indices(ids)
-        if not _unique(rows):
+        if not self._unique(rows):
             rows, grads = _sum_duplicates(rows, grads)
-        params = np.take(self._rows, rows, axis=0)
-        slots = {name: np.take(a, rows, axis=0) for name, a in self._slots.items()}
+        params = take_rows(self._rows, rows)
+        slots = {name: take_rows(a, rows) for name, a in self._slots.items()}
         optimizer.apply(params, grads, slots, learning_rate)
-        self._rows[rows] = params
+        _scatter(self._rows, rows, params)
         for name, values in slots.items():
-            self._slots[name][rows] = values
+            _scatter(self._slots[name], rows, values)
+
+    def read(self, start: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of (ids, rows) of storage rows [start, start + limit), in creation order."""
+        start = max(0, int(start))
+        end = min(self._size, start + max(0, int(limit)))
+        end = max(start, end)
+        return self._ids[start:end].copy(), self._rows[start:end].copy()
 
     # -- checkpoints ----------------------------------------------------------------------
     def export(self) -> TableExport:
@@ -176,8 +185,10 @@ class EmbeddingTable:
         for name, values in slots.items():
             self._slots[name][where] = np.asarray(values).reshape(ids.size, -1)
 
-    # -- internals ------------------------------------------------------------------------
-    def _use_optimizer(self, optimizer: SparseOptimizer) -> None:
+    def use_optimizer(self, optimizer: SparseOptimizer) -> None:
+        """Allocate `optimizer`'s slots (done by the first `apply`; call it before `load` so
+        that rows created later start from the optimizer's initial slot values). Slots of the
+        same names are kept; other names are a ValueError."""
         specs = tuple(
             SlotSpec(s.name, s.width or self.dim, s.initial, s.dtype)
             for s in optimizer.slot_specs()
@@ -197,6 +208,17 @@ class EmbeddingTable:
             if spec.name in old and old[spec.name].shape[1] == spec.width:
                 array[: self._size] = old[spec.name][: self._size]
             self._slots[spec.name] = array
+
+    # -- internals ------------------------------------------------------------------------
+    def _unique(self, rows: np.ndarray) -> bool:
+        """Whether `rows` has no duplicates: O(n) with a scratch array (no sort)."""
+        if rows.size < 2:
+            return True
+        if self._scratch.size < len(self._rows):
+            self._scratch = np.empty(len(self._rows), dtype=np.int64)
+        order = np.arange(rows.size, dtype=np.int64)
+        self._scratch[rows] = order  # a duplicate row keeps only one of its positions
+        return bool((self._scratch[rows] == order).all())
 
     def _find(self, ids: np.ndarray) -> np.ndarray:
         mask = np.uint64(self._mask)
@@ -273,11 +295,21 @@ def _as_ids(ids: np.ndarray) -> np.ndarray:
     return array.astype(np.int64, copy=False).reshape(-1)
 
 
-def _unique(rows: np.ndarray) -> bool:
-    if rows.size < 2:
-        return True
-    ordered = np.sort(rows)
-    return not bool((ordered[1:] == ordered[:-1]).any())
+def take_rows(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """`array[rows]` for a C-contiguous 2-D array, moving each row as one opaque item (about
+    twice as fast as numpy's fancy indexing over elements)."""
+    array = np.ascontiguousarray(array)
+    width = array.shape[1] * array.itemsize
+    items = array.view(np.dtype((np.void, width))).reshape(-1)
+    return np.take(items, rows).view(array.dtype).reshape(rows.size, array.shape[1])
+
+
+def _scatter(array: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+    """`array[rows] = values` (rows unique), row by row as opaque items."""
+    width = array.shape[1] * array.itemsize
+    items = array.view(np.dtype((np.void, width))).reshape(-1)
+    values = np.ascontiguousarray(values, dtype=array.dtype)
+    items[rows] = values.view(np.dtype((np.void, width))).reshape(-1)
 
 
 def _sum_duplicates(rows: np.ndarray, grads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -21,6 +21,7 @@ from elasticdl.runtime.ps.embedding_table import EmbeddingTable, TableExport, Ta
 from elasticdl.runtime.ps.sparse_optimizers import SparseOptimizer
 
 _log = logging.getLogger(__name__)
+READ_PAGE_BYTES = 32 << 20  # well below gRPC's message limit
 
 SparseGrads = Mapping[str, tuple[np.ndarray, np.ndarray]]
 
@@ -32,13 +33,16 @@ class EmbeddingStore:
         self._lock = threading.Lock()
         self._tables: dict[str, EmbeddingTable] = {}
         self.optimizer: SparseOptimizer | None = None
+        self.restored_version = -1
+        self.restored_rows: dict[str, int] = {}
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self._tables)
 
     def specs(self) -> list[TableSpec]:
-        return [t.spec for t in self._tables.values()]
+        with self._lock:
+            return [t.spec for t in self._tables.values()]
 
     def rows(self) -> dict[str, int]:
         """Rows held per table."""
@@ -70,6 +74,15 @@ class EmbeddingStore:
         """Rows of `ids` in table `name` (created on first touch); ValueError if unknown."""
         with self._lock:
             return self._table(name).lookup(ids)
+
+    def read(self, name: str, start: int, limit: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """(ids, rows, rows held) of rows [start, start + limit) of table `name`; a page is
+        cut to at most READ_PAGE_BYTES of rows."""
+        with self._lock:
+            table = self._table(name)
+            limit = min(int(limit), max(1, READ_PAGE_BYTES // (4 * table.dim)))
+            ids, rows = table.read(start, limit)
+            return ids, rows, len(table)
 
     def check(self, grads: SparseGrads) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Validated (ids int64 (n,), values float32 (n, dim)) per table; ValueError naming
@@ -115,9 +128,12 @@ class EmbeddingStore:
                 f"{len(differ)} differ in name, dim, initializer or seed (e.g. {differ[:3]})"
             )
 
-    def load(self, exports: Mapping[str, TableExport], source: str = "a checkpoint") -> None:
-        """Create (or check) each table and set its rows and slots. Slots of another
-        optimizer (other names) are dropped with a warning: those rows' state starts fresh."""
+    def load(
+        self, exports: Mapping[str, TableExport], source: str = "a checkpoint", version: int = -1
+    ) -> None:
+        """Create (or check) each table and set its rows and slots; remembers `version` and
+        the rows per table in `restored_version` / `restored_rows`. Slots of another optimizer
+        (other names) are dropped with a warning: those rows' state starts fresh."""
         self.declare(e.spec for e in exports.values())
         wanted = {s.name for s in self.optimizer.slot_specs()} if self.optimizer else set()
         with self._lock:
@@ -133,7 +149,12 @@ class EmbeddingStore:
                         sorted(wanted),
                     )
                     slots = {}
-                self._tables[name].load(export.ids, export.rows, slots)
+                table = self._tables[name]
+                if self.optimizer is not None:
+                    table.use_optimizer(self.optimizer)
+                table.load(export.ids, export.rows, slots)
+            self.restored_version = int(version)
+            self.restored_rows = {n: int(e.ids.size) for n, e in exports.items()}
 
     def _table(self, name: str) -> EmbeddingTable:
         table = self._tables.get(name)

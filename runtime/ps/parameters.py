@@ -145,7 +145,7 @@ class GradientPolicy:
                 self._sums[name] = np.array(grad, copy=True)
                 self._counts[name] = 1
         for name, (ids, values) in (sparse or {}).items():
-            self._sparse.setdefault(name, []).append((ids, values))
+            self._sparse.setdefault(name, []).append((np.array(ids), np.array(values)))
         self._pending.append(contribution)
         if len(self._pending) < self.grads_to_wait:
             return Decision(True)
@@ -340,7 +340,7 @@ class Parameters:
             self._create_locked(state.trainable, state.non_trainable, int(state.version), tables)
             try:
                 self._assign_optimizer_state_locked(state, source)
-                self.embeddings.load(state.embeddings, source or "the restored state")
+                self.embeddings.load(state.embeddings, source or "a state", state.version)
             except BaseException:
                 self._initialized = False
                 raise

@@ -4,10 +4,10 @@ All state and locking live in `Parameters` (thread-safe); the servicer only deco
 names belong to this shard, maps errors to gRPC status codes and encodes replies, so the gRPC
 thread pool runs decoding/encoding of different requests in parallel.
 
-Status codes: FAILED_PRECONDITION for gradients before the model was pushed; INVALID_ARGUMENT
-for names that do not belong to this shard, unknown variables, wrong shapes or a corrupt
-tensor (or a pushed model that differs from the one held), for unknown embedding tables and for
-embedding ids that hash to another shard (`embedding_shard`).
+Status codes: FAILED_PRECONDITION for gradients or embedding lookups before the model was
+pushed; INVALID_ARGUMENT for names that do not belong to this shard, unknown variables, wrong
+shapes or a corrupt tensor (or a pushed model that differs from the one held), for unknown
+embedding tables and for embedding ids that hash to another shard (`embedding_shard`).
 
 Embedding tables: declared by push_model (`Model.embedding_table_infos`, every shard gets all of
 them); `pull_embedding_vectors` (one table) and `pull_embedding_tables` (several) answer rows in
@@ -77,8 +77,8 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
         """Initialize the shard from the first model pushed; later pushes are ignored."""
         values = self._decode(request.dense_parameters, context, "model")
         self._check_shard(values, context, "model")
-        tables = [table_spec_of(info) for info in request.embedding_table_infos]
         try:
+            tables = [table_spec_of(info) for info in request.embedding_table_infos]
             created = self.parameters.initialize(
                 values,
                 set(request.non_trainable),
@@ -173,6 +173,35 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
             vectors.append(encode(tensor.name, self._lookup(tensor.name, ids, context)))
         return pb.PullEmbeddingTablesResponse(vectors=vectors)
 
+    def describe_embedding_tables(
+        self, request: pb.Empty, context: grpc.ServicerContext
+    ) -> pb.EmbeddingTablesDescription:
+        """The tables this shard holds and its rows of each."""
+        store = self.parameters.embeddings
+        rows = store.rows()
+        infos = [table_info_of(spec) for spec in store.specs()]
+        return pb.EmbeddingTablesDescription(
+            infos=infos,
+            rows=[rows[i.name] for i in infos],
+            restored_version=store.restored_version,
+            restored_rows=store.restored_rows,
+        )
+
+    def read_embedding_rows(
+        self, request: pb.ReadEmbeddingRowsRequest, context: grpc.ServicerContext
+    ) -> pb.ReadEmbeddingRowsResponse:
+        """A page of a table's rows on this shard, in creation order."""
+        try:
+            ids, rows, total = self.parameters.embeddings.read(
+                request.name, request.start, request.limit
+            )
+        except ValueError as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self._who()}: {error}")
+        part = pb.EmbeddingSlices(
+            name=request.name, ids=encode(request.name, ids), values=encode(request.name, rows)
+        )
+        return pb.ReadEmbeddingRowsResponse(rows=part, total=total)
+
     def get_applied_progress(
         self, request: pb.AppliedProgressRequest, context: grpc.ServicerContext
     ) -> pb.AppliedProgressResponse:
@@ -184,6 +213,11 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
         return f"parameter server {self.ps_id} of {self.num_ps}"
 
     def _lookup(self, name: str, ids: np.ndarray, context: grpc.ServicerContext) -> np.ndarray:
+        if not self.parameters.initialized:
+            context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"{self._who()} has no model yet: push_model must come before embedding lookups",
+            )
         try:
             return self.parameters.lookup(name, ids)
         except ValueError as error:
@@ -237,8 +271,24 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
 
 
 def table_spec_of(info: pb.EmbeddingTableInfo) -> TableSpec:
-    """The `TableSpec` of a proto `EmbeddingTableInfo`."""
+    """The `TableSpec` of a proto `EmbeddingTableInfo` (ValueError unless float32 rows)."""
+    if info.dtype not in (pb.DT_INVALID, pb.DT_FLOAT32):
+        raise ValueError(
+            f"embedding table {info.name!r}: rows of {pb.DataType.Name(info.dtype)} are not "
+            "supported; tables hold float32 rows"
+        )
     return TableSpec(info.name, int(info.dim), info.initializer or "uniform", int(info.seed))
+
+
+def table_info_of(spec: TableSpec) -> pb.EmbeddingTableInfo:
+    """The proto `EmbeddingTableInfo` of a `TableSpec`."""
+    return pb.EmbeddingTableInfo(
+        name=spec.name,
+        dim=spec.dim,
+        initializer=spec.initializer,
+        dtype=pb.DT_FLOAT32,
+        seed=spec.seed,
+    )
 
 
 def policy_of(config: JobConfig) -> GradientPolicy:
@@ -274,6 +324,10 @@ def model_shapes(config: JobConfig) -> dict[str, tuple[int, ...]] | None:
 
 def restore_at_start(config: JobConfig, parameters: Parameters, ps_id: int) -> int | None:
     """Restore shard `ps_id` from the job's checkpoints, if any; returns the version restored.
+
+    The log line ("parameter server I of N restored version V from DIR...: ..., R embedding
+    rows in T tables {table: rows} (S s)") says what came back; `parameters.embeddings.rows()`
+    has the rows per table afterwards.
 
     `checkpoint_dir` with a valid checkpoint wins (a relaunched PS: the job's own, newest state);
     else `checkpoint_dir_for_init`, which must hold a valid checkpoint. The checkpoint is
@@ -313,9 +367,11 @@ def restore_at_start(config: JobConfig, parameters: Parameters, ps_id: int) -> i
     parameters.restore(state, source)
     values = sum(int(np.size(v)) for v in state.trainable.values())
     resharded = f", re-sharded from {loaded.num_ps}" if loaded.num_ps != config.num_ps else ""
+    rows = {name: int(e.ids.size) for name, e in state.embeddings.items()}
     _log.info(
         "parameter server %d of %d restored version %d from %s%s: %d trainable (%d values) and "
-        "%d non-trainable variables, %d optimizer slots, iterations %d (%.2f s)",
+        "%d non-trainable variables, %d optimizer slots, iterations %d, %d embedding rows in %d "
+        "tables%s (%.2f s)",
         ps_id,
         config.num_ps,
         loaded.version,
@@ -326,6 +382,9 @@ def restore_at_start(config: JobConfig, parameters: Parameters, ps_id: int) -> i
         len(state.non_trainable),
         len(state.slots),
         state.iterations,
+        sum(rows.values()),
+        len(rows),
+        f" {rows}" if rows else "",
         time.perf_counter() - start,
     )
     return loaded.version

@@ -136,6 +136,9 @@ def test_sparse_and_dense_gradients_apply_in_one_push(two_shards):
 
 def test_bad_embedding_requests_are_one_clear_line(two_shards):
     client, _ = two_shards
+    with pytest.raises(PSError, match="push_model must come before embedding lookups") as early:
+        client.pull_embedding_vectors("emb/user", np.array([1]))
+    assert early.value.code == grpc.StatusCode.FAILED_PRECONDITION
     client.push_model({}, embedding_tables=TABLES)
     with pytest.raises(PSError, match="no embedding table named 'nope'"):
         client.pull_embedding_vectors("nope", np.array([1]))
@@ -225,3 +228,40 @@ def test_a_real_ps_process_serves_tables(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_every_row_can_be_read_back_for_an_export(two_shards):
+    client, _ = two_shards
+    client.push_model({}, embedding_tables=TABLES)
+    ids = np.arange(0, 5000, 7, dtype=np.int64)
+    rows = client.pull_embedding_vectors("emb/user", ids)
+    client.pull_embedding_vectors("emb/item", ids[:3])
+    described = client.describe_embedding_tables()
+    assert described == {"emb/user": (TABLES[0], ids.size), "emb/item": (TABLES[1], 3)}
+    read_ids, read_rows = client.read_embedding_table("emb/user", page_rows=100)
+    order = np.argsort(read_ids)
+    np.testing.assert_array_equal(read_ids[order], ids)
+    np.testing.assert_array_equal(read_rows[order], rows)
+    with pytest.raises(PSError, match="no embedding table named 'x'"):
+        client.read_embedding_table("x")
+
+
+def test_pull_all_adds_every_tables_rows_for_the_final_model(two_shards):
+    client, _ = two_shards
+    kernel = np.ones((2, 2), np.float32)
+    client.push_model({"dense/kernel": kernel}, embedding_tables=TABLES)
+    ids = np.array([4, 8, 15, 16, 23, 42], dtype=np.int64)
+    rows = client.pull_embedding_vectors("emb/user", ids)
+    pulled = client.pull_all()
+    assert set(pulled.values) == {
+        "dense/kernel",
+        "embedding:emb/user:ids",
+        "embedding:emb/user:rows",
+        "embedding:emb/item:ids",
+        "embedding:emb/item:rows",
+    }
+    order = np.argsort(pulled.values["embedding:emb/user:ids"])
+    np.testing.assert_array_equal(pulled.values["embedding:emb/user:ids"][order], ids)
+    np.testing.assert_array_equal(pulled.values["embedding:emb/user:rows"][order], rows)
+    assert pulled.values["embedding:emb/item:rows"].shape == (0, 3)
+    assert set(client.pull_all(embeddings=False).values) == {"dense/kernel"}

@@ -27,12 +27,6 @@ from elasticdl.runtime.worker.pipeline import in_task_order
 
 pytestmark = pytest.mark.slow
 BUCKETS = 4096
-NEEDS_TABLE_DUMP = pytest.mark.xfail(
-    strict=True,
-    reason="the master's final pull (PSClient.pull_all) returns no embedding rows yet, so "
-    "params.npz and the SavedModel hold none: the PS side needs a call that returns a table's "
-    "(ids, rows) and pull_all to include them as embedding:<table>:ids/rows",
-)
 
 
 def records_of(directory: Path) -> list[bytes]:
@@ -121,7 +115,6 @@ def test_predict_writes_one_row_per_input_and_the_saved_model_matches(ctr, deepf
     np.testing.assert_allclose(served.numpy().ravel(), predicted, rtol=1e-5, atol=1e-6)
 
 
-@NEEDS_TABLE_DUMP
 def test_the_exported_model_holds_the_trained_rows(deepfm_job):
     _, tables = split_trained(load_params((deepfm_job / "params.npz").read_bytes()))
     assert len(tables) == 26
@@ -197,7 +190,6 @@ def test_sync_single_worker_sparse_job_equals_single_process_sgd(sgd_pair):
         )
 
 
-@NEEDS_TABLE_DUMP
 def test_sync_sgd_job_exports_the_rows_of_single_process_training(sgd_pair):
     output, reference, tables = sgd_pair
     _, trained_tables = split_trained(load_params((output / "params.npz").read_bytes()))

@@ -2,6 +2,9 @@
 
     python -P bench/embedding.py [--quick] [--dir DIR] [--threads 1] [--cases big,small,ps]
 
+`--quick` runs the big case only (4,096 records; under a minute on an idle machine) unless
+`--cases` says otherwise; each case otherwise starts its own jobs and Keras process.
+
 Data: `elasticdl data gen ctr` records (default vocabulary scale: about 340k distinct values
 over C1..C26), batch 512, Adam.
 
@@ -138,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer records (< 1 min)")
     ap.add_argument("--dir", help="where to write data and outputs (default: a temp dir)")
     ap.add_argument("--threads", type=int, default=1, help="TF intra/inter-op threads, both sides")
-    ap.add_argument("--cases", default="big,small,ps", help="comma-separated: big, small, ps")
+    ap.add_argument("--cases", help="comma-separated: big, small, ps (default all; quick: big)")
     ap.add_argument("--keras-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -155,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name} = {value:.4g}", flush=True)
 
     print(f"runtime: {runtime_revision()}; load average {loadavg()}; nproc {os.cpu_count()}")
-    for name in args.cases.split(","):
+    for name in (args.cases or ("big" if args.quick else "big,small,ps")).split(","):
         c = CASES[name]
         records = c.quick_records if args.quick else c.records
         t0 = time.perf_counter()

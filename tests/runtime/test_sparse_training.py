@@ -199,3 +199,27 @@ def test_sync_sgd_job_exports_the_rows_of_single_process_training(sgd_pair):
         np.testing.assert_allclose(
             rows, field.embeddings.numpy()[ids], rtol=1e-4, atol=1e-5, err_msg=name
         )
+
+
+def test_a_killed_worker_of_a_sparse_job_redoes_at_most_its_minibatch(ctr, tmp_path):
+    """Remainder-only recovery as for dense models: SIGKILL a worker of a DeepFM job with 2
+    PS; every record is trained, at most the minibatch in flight is redone."""
+    output = tmp_path / "model"
+    result = elasticdl.train(
+        model_def="deepfm.DeepFM",
+        data=str(sorted(ctr["train"].glob("*.recordio"))[0]),
+        output=str(output),
+        params=f"hash_buckets={BUCKETS}",
+        num_workers=2,
+        num_ps=2,
+        minibatch_size=64,
+        records_per_task=256,
+        chaos="worker1:kill@tasks=2",
+    )
+    assert result.succeeded, result.error
+    report = report_of(output)
+    assert report["workers"]["failed"] == 1 and report["workers"]["relaunched"] == 1
+    assert_records_accounted(report, max_redone=64)
+    assert report["records"]["planned"] == 4096
+    _, tables = split_trained(load_params((output / "params.npz").read_bytes()))
+    assert len(tables) == 26 and all(len(ids) for ids, _ in tables.values())

@@ -178,3 +178,32 @@ def test_embedding_shard_is_stable_and_balanced():
 
 
 GOLDEN_SHARDS = [1, 0, 1, 2, 0, 2, 1]
+
+
+def test_random_operations_match_a_dict_of_rows():
+    """Growth, collisions, duplicates and extreme ids against a plain dict reference (SGD)."""
+    rng = np.random.default_rng(7)
+    table = EmbeddingTable("ref", 3, "random_uniform")
+    sgd = so.SGD(learning_rate=0.5)
+    reference: dict[int, np.ndarray] = {}
+    pool = np.concatenate([EXTREME_IDS, rng.integers(-(2**63), 2**63 - 1, 4000, dtype=np.int64)])
+    fresh = EmbeddingTable("ref", 3, "random_uniform")  # initial rows, never updated
+    for _ in range(60):
+        ids = rng.choice(pool, size=int(rng.integers(0, 300)))
+        if rng.random() < 0.5:
+            rows = table.lookup(ids)
+            for i, row_id in enumerate(ids.tolist()):
+                reference.setdefault(row_id, fresh.lookup(np.array([row_id]))[0].copy())
+                np.testing.assert_array_equal(rows[i], reference[row_id])
+        else:
+            grads = rng.standard_normal((ids.size, 3)).astype(np.float32)
+            table.apply(ids, grads, sgd)
+            summed: dict[int, np.ndarray] = {}
+            for row_id, grad in zip(ids.tolist(), grads, strict=True):
+                summed[row_id] = summed.get(row_id, 0) + grad
+            for row_id, grad in summed.items():
+                start = reference.get(row_id, fresh.lookup(np.array([row_id]))[0])
+                reference[row_id] = start - np.float32(0.5) * grad.astype(np.float32)
+    assert len(table) == len(reference)
+    ids = np.array(sorted(reference), dtype=np.int64)
+    np.testing.assert_allclose(table.lookup(ids), np.stack([reference[i] for i in ids]), rtol=1e-6)

@@ -223,3 +223,30 @@ def test_a_killed_worker_of_a_sparse_job_redoes_at_most_its_minibatch(ctr, tmp_p
     assert report["records"]["planned"] == 4096
     _, tables = split_trained(load_params((output / "params.npz").read_bytes()))
     assert len(tables) == 26 and all(len(ids) for ids, _ in tables.values())
+
+
+def test_wide_and_deep_trains_out_of_the_box_and_serves_its_combined_table(ctr, tmp_path):
+    """No --params: 63-bit ids, 27 PS tables (one with a sum combiner over crossed ids)."""
+    output = tmp_path / "model"
+    result = elasticdl.train(
+        model_def="wide_and_deep.WideAndDeep",
+        data=str(ctr["train"] / "*.recordio"),
+        validation_data=str(ctr["test"] / "*.recordio"),
+        output=str(output),
+        num_workers=1,
+        num_ps=1,
+        minibatch_size=128,
+        num_epochs=3,
+        records_per_task=2048,
+    )
+    assert result.succeeded, result.error
+    print("held-out AUC", report_of(output)["metrics"]["auc"])
+    assert report_of(output)["metrics"]["auc"] > 0.7
+    _, tables = split_trained(load_params((output / "params.npz").read_bytes()))
+    assert len(tables) == 27 and tables["e026/crosses"][1].shape[1] == 1
+    records = records_of(ctr["test"])[:256]
+    instance = load_model_spec("wide_and_deep.WideAndDeep", None, "").instantiate()
+    features = sample_batch(instance, records, Mode.PREDICTION)
+    loaded = tf.saved_model.load(str(output / "saved_model"))
+    served = loaded.serve(features).numpy()
+    assert served.shape == (256, 1) and 0 < served.min() and served.max() < 1

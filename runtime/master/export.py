@@ -23,7 +23,6 @@ import numpy as np
 
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.runtime.data.metadata import DatasetMetadata
-from elasticdl.runtime.embedding.tables import embedding_layers, split_trained, trained_arrays
 from elasticdl.runtime.job_config import JobConfig
 from elasticdl.runtime.model_build import build_model
 from elasticdl.runtime.variables import assign, named_variables
@@ -58,6 +57,7 @@ def export_model(
     `values` may hold the rows of the model's embedding tables (`tables.trained_arrays`); the
     SavedModel serves them (an id no row was trained for reads as zeros)."""
     from elasticdl import __version__
+    from elasticdl.runtime.embedding.tables import split_trained, trained_arrays
 
     spec = config.load_spec()
     instance = spec.instantiate()
@@ -115,6 +115,8 @@ def export_model(
 
 def _serve_trained_rows(model: Any, tables: dict[str, Any]) -> dict[str, Any]:
     """Give each PS-backed embedding layer its trained rows (none: every id reads zeros)."""
+    from elasticdl.runtime.embedding.tables import embedding_layers
+
     layers = embedding_layers(model)
     for name, layer in layers.items():
         if name not in tables:

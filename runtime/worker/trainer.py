@@ -63,6 +63,7 @@ class Trainer:
         self._pipelines = TaskPipelines(self.instance.dataset_fn, config.minibatch_size)
         self._step: Callable[..., Any] | None = None
         self._sparse: Any = None
+        self._background: Any = None
         self._eval_metrics: Any = None
 
     # -- model and parameters --------------------------------------------------------------------
@@ -206,13 +207,12 @@ class Trainer:
     ) -> BatchResult:
         """Compute and push one minibatch's gradients; retry on stale rejection (sync mode)."""
         for _ in range(MAX_STALE_RETRIES):
-            self._pull()
             sparse: dict[str, Any] = {}
             if self._sparse is None:
+                self._pull()
                 loss, gradients, state = self._step(features, labels)
             else:
-                unique, index = self._sparse.gather_ids(features)
-                rows = self._sparse.pull_rows(self.ps, unique)
+                unique, index, rows = self._sparse_inputs(features)
                 loss, gradients, state, row_grads = self._sparse.step(features, labels, rows, index)
                 sparse = {
                     "embedding_grads": {
@@ -257,6 +257,21 @@ class Trainer:
             f"gradients rejected as stale {MAX_STALE_RETRIES} times in a row; "
             "lower --grads_to_wait or use --use_async"
         )
+
+    def _sparse_inputs(self, features: Any) -> tuple[Any, Any, Any]:
+        """(unique ids, positions, rows) of each table for `features`. The dense pull (when
+        stale) runs meanwhile on another thread: the two round trips overlap."""
+        if self._background is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._background = ThreadPoolExecutor(max_workers=1)
+        pending = self._background.submit(self._pull)
+        try:
+            unique, index = self._sparse.gather_ids(features)
+            rows = self._sparse.pull_rows(self.ps, unique)
+        finally:
+            pending.result()
+        return unique, index, rows
 
     def evaluate(self, records: list[bytes], metadata: DatasetMetadata) -> dict[str, np.ndarray]:
         """Additive metric state of the latest model on `records` (see runtime/metrics.py)."""

@@ -45,6 +45,13 @@ def _add_data_commands(commands: argparse._SubParsersAction) -> None:
     gen.add_argument("--records_per_file", type=_positive_int, default=None)
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument(
+        "--vocab_scale",
+        type=float,
+        default=None,
+        help="ctr only: distinct categorical values as a fraction of Criteo's (default 0.01, "
+        "about 340k values over C1..C26; 1 = Criteo's 34 million)",
+    )
+    gen.add_argument(
         "--compressor",
         choices=[c.name.lower() for c in Compressor],
         default="snappy",
@@ -214,20 +221,9 @@ def _run_data(args: argparse.Namespace) -> None:
         result = run_from_args(args)
         print(f"{result.rows} row(s) in {len(result.files)} file(s) at {result.output}")
     elif args.data_command == "gen":
-        from elasticdl.runtime.data.generate import generate
-        from elasticdl.runtime.data.recordio import Compressor
+        from elasticdl.data_commands import generate_data
 
-        paths = generate(
-            args.name,
-            args.output,
-            args.num_records,
-            records_per_file=args.records_per_file,
-            seed=args.seed,
-            compressor=Compressor[args.compressor.upper()],
-        )
-        for path in paths:
-            print(path)
-        print(f"wrote {args.num_records} {args.name} record(s) in {len(paths)} file(s)")
+        generate_data(args)
 
 
 def _run_zoo(args: argparse.Namespace) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from typing import Any, TextIO
 
@@ -83,3 +84,40 @@ def plan_data(location: str, records_per_task: int, out: TextIO) -> None:
     for i, shard in enumerate(shards):
         out.write(f"task {i}: {shard.file} [{shard.start}, {shard.end})\n")
     out.write(f"{len(shards)} task(s), {sum(s.num_records for s in shards)} record(s)\n")
+
+
+def generate_data(args: argparse.Namespace) -> None:
+    """`elasticdl data gen`: write the data set, print its files (and ctr's teacher AUC)."""
+    from elasticdl.runtime.data.generate import generate
+    from elasticdl.runtime.data.recordio import Compressor
+
+    options: dict[str, Any] = {}
+    observer = None
+    if args.vocab_scale is not None:
+        if args.name != "ctr":
+            raise SystemExit(f"--vocab_scale applies to the ctr data set only, not {args.name!r}")
+        if not args.vocab_scale > 0:
+            raise SystemExit(f"--vocab_scale must be positive, got {args.vocab_scale}")
+        options["vocab_scale"] = args.vocab_scale
+    if args.name == "ctr":
+        from elasticdl.runtime.data.ctr import TeacherAUC
+
+        observer = TeacherAUC()
+    paths = generate(
+        args.name,
+        args.output,
+        args.num_records,
+        records_per_file=args.records_per_file,
+        seed=args.seed,
+        compressor=Compressor[args.compressor.upper()],
+        observer=observer,
+        **options,
+    )
+    for path in paths:
+        print(path)
+    print(f"wrote {args.num_records} {args.name} record(s) in {len(paths)} file(s)")
+    if observer is not None:
+        print(
+            f"teacher AUC {observer.value():.4f} (the best any model can reach on this data); "
+            f"click rate {observer.click_rate:.3f}"
+        )

@@ -66,16 +66,28 @@ class Tensor(_message.Message):
     def __init__(self, name: _Optional[str] = ..., dtype: _Optional[_Union[DataType, str]] = ..., dims: _Optional[_Iterable[int]] = ..., content: _Optional[bytes] = ..., indices: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class EmbeddingTableInfo(_message.Message):
-    __slots__ = ("name", "dim", "initializer", "dtype")
+    __slots__ = ("name", "dim", "initializer", "dtype", "seed")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DIM_FIELD_NUMBER: _ClassVar[int]
     INITIALIZER_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
     name: str
     dim: int
     initializer: str
     dtype: DataType
-    def __init__(self, name: _Optional[str] = ..., dim: _Optional[int] = ..., initializer: _Optional[str] = ..., dtype: _Optional[_Union[DataType, str]] = ...) -> None: ...
+    seed: int
+    def __init__(self, name: _Optional[str] = ..., dim: _Optional[int] = ..., initializer: _Optional[str] = ..., dtype: _Optional[_Union[DataType, str]] = ..., seed: _Optional[int] = ...) -> None: ...
+
+class EmbeddingSlices(_message.Message):
+    __slots__ = ("name", "ids", "values")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    ids: Tensor
+    values: Tensor
+    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Union[Tensor, _Mapping]] = ..., values: _Optional[_Union[Tensor, _Mapping]] = ...) -> None: ...
 
 class Model(_message.Message):
     __slots__ = ("version", "dense_parameters", "embedding_table_infos", "non_trainable")
@@ -218,7 +230,7 @@ class PullDenseParametersResponse(_message.Message):
     def __init__(self, initialized: _Optional[bool] = ..., version: _Optional[int] = ..., dense_parameters: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ...) -> None: ...
 
 class PushGradientsRequest(_message.Message):
-    __slots__ = ("worker_id", "version", "gradients", "learning_rate_scale", "task_id", "records_end", "non_trainable")
+    __slots__ = ("worker_id", "version", "gradients", "learning_rate_scale", "task_id", "records_end", "non_trainable", "embedding_gradients")
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     GRADIENTS_FIELD_NUMBER: _ClassVar[int]
@@ -226,6 +238,7 @@ class PushGradientsRequest(_message.Message):
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     RECORDS_END_FIELD_NUMBER: _ClassVar[int]
     NON_TRAINABLE_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_GRADIENTS_FIELD_NUMBER: _ClassVar[int]
     worker_id: int
     version: int
     gradients: _containers.RepeatedCompositeFieldContainer[Tensor]
@@ -233,7 +246,8 @@ class PushGradientsRequest(_message.Message):
     task_id: int
     records_end: int
     non_trainable: _containers.RepeatedCompositeFieldContainer[Tensor]
-    def __init__(self, worker_id: _Optional[int] = ..., version: _Optional[int] = ..., gradients: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., learning_rate_scale: _Optional[float] = ..., task_id: _Optional[int] = ..., records_end: _Optional[int] = ..., non_trainable: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ...) -> None: ...
+    embedding_gradients: _containers.RepeatedCompositeFieldContainer[EmbeddingSlices]
+    def __init__(self, worker_id: _Optional[int] = ..., version: _Optional[int] = ..., gradients: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., learning_rate_scale: _Optional[float] = ..., task_id: _Optional[int] = ..., records_end: _Optional[int] = ..., non_trainable: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., embedding_gradients: _Optional[_Iterable[_Union[EmbeddingSlices, _Mapping]]] = ...) -> None: ...
 
 class PushGradientsResponse(_message.Message):
     __slots__ = ("accepted", "version")
@@ -263,15 +277,66 @@ class AppliedProgressResponse(_message.Message):
     def __init__(self, records_end: _Optional[_Mapping[int, int]] = ...) -> None: ...
 
 class PullEmbeddingVectorsRequest(_message.Message):
-    __slots__ = ("name", "ids")
+    __slots__ = ("name", "ids", "id_tensor")
     NAME_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
+    ID_TENSOR_FIELD_NUMBER: _ClassVar[int]
     name: str
     ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Iterable[int]] = ...) -> None: ...
+    id_tensor: Tensor
+    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Iterable[int]] = ..., id_tensor: _Optional[_Union[Tensor, _Mapping]] = ...) -> None: ...
+
+class PullEmbeddingTablesRequest(_message.Message):
+    __slots__ = ("ids",)
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedCompositeFieldContainer[Tensor]
+    def __init__(self, ids: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ...) -> None: ...
+
+class PullEmbeddingTablesResponse(_message.Message):
+    __slots__ = ("vectors",)
+    VECTORS_FIELD_NUMBER: _ClassVar[int]
+    vectors: _containers.RepeatedCompositeFieldContainer[Tensor]
+    def __init__(self, vectors: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ...) -> None: ...
+
+class EmbeddingTablesDescription(_message.Message):
+    __slots__ = ("infos", "rows", "restored_version", "restored_rows")
+    class RestoredRowsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    INFOS_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_ROWS_FIELD_NUMBER: _ClassVar[int]
+    infos: _containers.RepeatedCompositeFieldContainer[EmbeddingTableInfo]
+    rows: _containers.RepeatedScalarFieldContainer[int]
+    restored_version: int
+    restored_rows: _containers.ScalarMap[str, int]
+    def __init__(self, infos: _Optional[_Iterable[_Union[EmbeddingTableInfo, _Mapping]]] = ..., rows: _Optional[_Iterable[int]] = ..., restored_version: _Optional[int] = ..., restored_rows: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class ReadEmbeddingRowsRequest(_message.Message):
+    __slots__ = ("name", "start", "limit")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    start: int
+    limit: int
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ReadEmbeddingRowsResponse(_message.Message):
+    __slots__ = ("rows", "total")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    rows: EmbeddingSlices
+    total: int
+    def __init__(self, rows: _Optional[_Union[EmbeddingSlices, _Mapping]] = ..., total: _Optional[int] = ...) -> None: ...
 
 class TrainedModel(_message.Message):
-    __slots__ = ("docker_commit_id", "model_def", "model_def_params", "params_filename", "input_function", "loss", "optimizer", "model_zoo", "saved_model_path", "data", "sql", "db_url", "schema_json", "metrics", "created_time", "model_version", "eval_metrics_fn", "elasticdl_version", "model_zoo_commit", "label_column", "input_signature")
+    __slots__ = ("docker_commit_id", "model_def", "model_def_params", "params_filename", "input_function", "loss", "optimizer", "model_zoo", "saved_model_path", "data", "sql", "db_url", "schema_json", "metrics", "created_time", "model_version", "eval_metrics_fn", "elasticdl_version", "model_zoo_commit", "label_column", "input_signature", "embedding_tables")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -300,6 +365,7 @@ class TrainedModel(_message.Message):
     MODEL_ZOO_COMMIT_FIELD_NUMBER: _ClassVar[int]
     LABEL_COLUMN_FIELD_NUMBER: _ClassVar[int]
     INPUT_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_TABLES_FIELD_NUMBER: _ClassVar[int]
     docker_commit_id: str
     model_def: str
     model_def_params: str
@@ -321,4 +387,17 @@ class TrainedModel(_message.Message):
     model_zoo_commit: str
     label_column: str
     input_signature: str
-    def __init__(self, docker_commit_id: _Optional[str] = ..., model_def: _Optional[str] = ..., model_def_params: _Optional[str] = ..., params_filename: _Optional[str] = ..., input_function: _Optional[str] = ..., loss: _Optional[str] = ..., optimizer: _Optional[str] = ..., model_zoo: _Optional[str] = ..., saved_model_path: _Optional[str] = ..., data: _Optional[str] = ..., sql: _Optional[str] = ..., db_url: _Optional[str] = ..., schema_json: _Optional[str] = ..., metrics: _Optional[_Mapping[str, float]] = ..., created_time: _Optional[str] = ..., model_version: _Optional[int] = ..., eval_metrics_fn: _Optional[str] = ..., elasticdl_version: _Optional[str] = ..., model_zoo_commit: _Optional[str] = ..., label_column: _Optional[str] = ..., input_signature: _Optional[str] = ...) -> None: ...
+    embedding_tables: _containers.RepeatedCompositeFieldContainer[TrainedTable]
+    def __init__(self, docker_commit_id: _Optional[str] = ..., model_def: _Optional[str] = ..., model_def_params: _Optional[str] = ..., params_filename: _Optional[str] = ..., input_function: _Optional[str] = ..., loss: _Optional[str] = ..., optimizer: _Optional[str] = ..., model_zoo: _Optional[str] = ..., saved_model_path: _Optional[str] = ..., data: _Optional[str] = ..., sql: _Optional[str] = ..., db_url: _Optional[str] = ..., schema_json: _Optional[str] = ..., metrics: _Optional[_Mapping[str, float]] = ..., created_time: _Optional[str] = ..., model_version: _Optional[int] = ..., eval_metrics_fn: _Optional[str] = ..., elasticdl_version: _Optional[str] = ..., model_zoo_commit: _Optional[str] = ..., label_column: _Optional[str] = ..., input_signature: _Optional[str] = ..., embedding_tables: _Optional[_Iterable[_Union[TrainedTable, _Mapping]]] = ...) -> None: ...
+
+class TrainedTable(_message.Message):
+    __slots__ = ("name", "dim", "rows", "initializer")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DIM_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    INITIALIZER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    dim: int
+    rows: int
+    initializer: str
+    def __init__(self, name: _Optional[str] = ..., dim: _Optional[int] = ..., rows: _Optional[int] = ..., initializer: _Optional[str] = ...) -> None: ...

@@ -346,6 +346,21 @@ class ParameterServerStub:
                 request_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.AppliedProgressRequest.SerializeToString,
                 response_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.AppliedProgressResponse.FromString,
                 _registered_method=True)
+        self.pull_embedding_tables = channel.unary_unary(
+                '/elasticdl.ParameterServer/pull_embedding_tables',
+                request_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.PullEmbeddingTablesRequest.SerializeToString,
+                response_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.PullEmbeddingTablesResponse.FromString,
+                _registered_method=True)
+        self.describe_embedding_tables = channel.unary_unary(
+                '/elasticdl.ParameterServer/describe_embedding_tables',
+                request_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.Empty.SerializeToString,
+                response_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.EmbeddingTablesDescription.FromString,
+                _registered_method=True)
+        self.read_embedding_rows = channel.unary_unary(
+                '/elasticdl.ParameterServer/read_embedding_rows',
+                request_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.ReadEmbeddingRowsRequest.SerializeToString,
+                response_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.ReadEmbeddingRowsResponse.FromString,
+                _registered_method=True)
 
 
 class ParameterServerServicer:
@@ -381,6 +396,24 @@ class ParameterServerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def pull_embedding_tables(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def describe_embedding_tables(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def read_embedding_rows(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ParameterServerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -408,6 +441,21 @@ def add_ParameterServerServicer_to_server(servicer, server):
                     servicer.get_applied_progress,
                     request_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.AppliedProgressRequest.FromString,
                     response_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.AppliedProgressResponse.SerializeToString,
+            ),
+            'pull_embedding_tables': grpc.unary_unary_rpc_method_handler(
+                    servicer.pull_embedding_tables,
+                    request_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.PullEmbeddingTablesRequest.FromString,
+                    response_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.PullEmbeddingTablesResponse.SerializeToString,
+            ),
+            'describe_embedding_tables': grpc.unary_unary_rpc_method_handler(
+                    servicer.describe_embedding_tables,
+                    request_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.Empty.FromString,
+                    response_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.EmbeddingTablesDescription.SerializeToString,
+            ),
+            'read_embedding_rows': grpc.unary_unary_rpc_method_handler(
+                    servicer.read_embedding_rows,
+                    request_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.ReadEmbeddingRowsRequest.FromString,
+                    response_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.ReadEmbeddingRowsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -545,6 +593,87 @@ class ParameterServer:
             '/elasticdl.ParameterServer/get_applied_progress',
             elasticdl_dot_proto_dot_elasticdl__pb2.AppliedProgressRequest.SerializeToString,
             elasticdl_dot_proto_dot_elasticdl__pb2.AppliedProgressResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def pull_embedding_tables(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/elasticdl.ParameterServer/pull_embedding_tables',
+            elasticdl_dot_proto_dot_elasticdl__pb2.PullEmbeddingTablesRequest.SerializeToString,
+            elasticdl_dot_proto_dot_elasticdl__pb2.PullEmbeddingTablesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def describe_embedding_tables(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/elasticdl.ParameterServer/describe_embedding_tables',
+            elasticdl_dot_proto_dot_elasticdl__pb2.Empty.SerializeToString,
+            elasticdl_dot_proto_dot_elasticdl__pb2.EmbeddingTablesDescription.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def read_embedding_rows(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/elasticdl.ParameterServer/read_embedding_rows',
+            elasticdl_dot_proto_dot_elasticdl__pb2.ReadEmbeddingRowsRequest.SerializeToString,
+            elasticdl_dot_proto_dot_elasticdl__pb2.ReadEmbeddingRowsResponse.FromString,
             options,
             channel_credentials,
             insecure,

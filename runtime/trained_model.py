@@ -95,8 +95,26 @@ def read_trained_model(
 
 
 def load_parameters(model: Any, params: dict[str, np.ndarray], url: str) -> None:
-    """Assign `params` to a built model's variables; TrainedModelError on any mismatch."""
+    """Assign `params` to a built model's variables, and the trained rows of its PS-backed
+    embedding tables to their layers; TrainedModelError on any mismatch."""
+    from elasticdl.runtime.embedding.tables import embedding_layers, split_trained
     from elasticdl.runtime.variables import assign, named_variables
+
+    params, tables = split_trained(params)
+    layers = embedding_layers(model)
+    for name, (ids, rows) in tables.items():
+        layer = layers.get(name)
+        if layer is None or rows.shape[-1] != layer.output_dim:
+            raise TrainedModelError(
+                f"--trained_model {url!r}: it holds embedding table {name!r} "
+                f"({rows.shape[-1]} wide), which the model rebuilt from the zoo "
+                f"{'lacks' if layer is None else f'has {layer.output_dim} wide'}; "
+                "was the model zoo or --params changed since training?"
+            )
+        layer.set_trained_rows(ids, rows)
+    for name, layer in layers.items():
+        if name not in tables:
+            layer.set_trained_rows(np.zeros(0, np.int64), np.zeros((0, layer.output_dim)))
 
     trainable, non_trainable = named_variables(model)
     known = {**trainable, **non_trainable}

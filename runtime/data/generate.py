@@ -14,6 +14,9 @@ Datasets (every record also has `id`, an int64 list of one: the record's index):
   `label` = x · `REGRESSION_WEIGHTS` + `REGRESSION_BIAS` + N(0, `REGRESSION_NOISE_STD`²).
 * ``classification`` — the same ``x0`` ... ``x7`` and an int64 `label` = 1 where
   x · `CLASSIFICATION_WEIGHTS` + `CLASSIFICATION_BIAS` > 0, else 0.
+* ``ctr`` — Criteo-layout click records (`I1`..`I13` int64 counts, `C1`..`C26` hex strings,
+  int64 `label`) from a planted teacher; option `vocab_scale` (see `ctr.py`). Pass
+  `observer=ctr.TeacherAUC()` to `generate` to learn the best AUC reachable on the data.
 
 Records depend only on the dataset name, the seed and their index: the first n records of a
 larger dataset equal a dataset of n records, however the files are sharded.
@@ -58,6 +61,8 @@ CLASSIFICATION_WEIGHTS = (1.0, -1.0, 2.0, 0.0, 0.5, -1.5, 0.0, 1.0)
 CLASSIFICATION_BIAS = 0.25
 
 NUM_TABLE_FEATURES = len(REGRESSION_WEIGHTS)
+# A column a generator may add for observers only (the ctr teacher's probability): not written.
+TEACHER_COLUMN = "__teacher_probability"
 _BLOCK = 1024  # records per random block of the synthetic datasets
 
 # A column block: name -> array of shape [records, values per record] (float32, int64 or bytes).
@@ -202,17 +207,25 @@ def _classification_block(rng: np.random.Generator, count: int) -> Columns:
     return cols
 
 
+def _ctr_block(rng: np.random.Generator, count: int, **options: Any) -> Columns:
+    from elasticdl.runtime.data import ctr
+
+    cols, probability = ctr.block(rng, count, **options)
+    cols[TEACHER_COLUMN] = probability[:, None]
+    return cols
+
+
 def _synthetic(
-    make_block: Callable[[np.random.Generator, int], Columns],
-) -> Callable[[int, int], Iterator[Columns]]:
+    make_block: Callable[..., Columns],
+) -> Callable[..., Iterator[Columns]]:
     """Blocks of `_BLOCK` records, block b drawn from a generator seeded with (seed, b)."""
 
-    def blocks(num_records: int, seed: int) -> Iterator[Columns]:
+    def blocks(num_records: int, seed: int, **options: Any) -> Iterator[Columns]:
         for b in range(math.ceil(num_records / _BLOCK)):
             first = b * _BLOCK
             count = min(_BLOCK, num_records - first)
             # Always draw a whole block, so a record does not depend on num_records.
-            cols = make_block(np.random.default_rng([seed, b]), _BLOCK)
+            cols = make_block(np.random.default_rng([seed, b]), _BLOCK, **options)
             cols = {name: values[:count] for name, values in cols.items()}
             cols["id"] = np.arange(first, first + count, dtype=np.int64)[:, None]
             yield cols
@@ -220,7 +233,8 @@ def _synthetic(
     return blocks
 
 
-_GENERATORS: dict[str, Callable[[int, int], Iterator[Columns]]] = {
+_GENERATORS: dict[str, Callable[..., Iterator[Columns]]] = {
+    "ctr": _synthetic(_ctr_block),
     "digits": _digits_blocks,
     "cifar10-synthetic": _synthetic(_cifar10_block),
     "regression": _synthetic(_regression_block),
@@ -232,19 +246,28 @@ DATASETS: tuple[str, ...] = tuple(sorted(_GENERATORS))
 # --------------------------------------------------------------------------- records
 
 
-def _check(name: str, num_records: int) -> None:
+_OPTIONS = {"ctr": ("vocab_scale",)}
+
+
+def _check(name: str, num_records: int, options: dict[str, Any] | None = None) -> None:
     if name not in _GENERATORS:
         raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
+    unknown = sorted(set(options or {}) - set(_OPTIONS.get(name, ())))
+    if unknown:
+        valid = ", ".join(_OPTIONS.get(name, ())) or "none"
+        raise ValueError(f"dataset {name!r} takes no option {unknown[0]!r}; its options: {valid}")
     if isinstance(num_records, bool) or not isinstance(num_records, int | np.integer):
         raise TypeError(f"num_records must be an integer, got {num_records!r}")
     if num_records <= 0:
         raise ValueError(f"num_records must be a positive number of records, got {num_records}")
 
 
-def columns(name: str, num_records: int, seed: int = 0) -> Iterator[Columns]:
-    """The dataset as blocks of columns: name -> array [records in block, values per record]."""
-    _check(name, num_records)
-    return _GENERATORS[name](int(num_records), int(seed))
+def columns(name: str, num_records: int, seed: int = 0, **options: Any) -> Iterator[Columns]:
+    """The dataset as blocks of columns: name -> array [records in block, values per record].
+
+    `options` are the dataset's own (`vocab_scale` for ctr)."""
+    _check(name, num_records, options)
+    return _GENERATORS[name](int(num_records), int(seed), **options)
 
 
 def _serialize(block: Columns) -> Iterator[bytes]:
@@ -253,6 +276,8 @@ def _serialize(block: Columns) -> Iterator[bytes]:
 
     encoders: list[tuple[str, Callable[[list[Any]], Any], list[Any]]] = []
     for col, values in sorted(block.items()):
+        if col == TEACHER_COLUMN:
+            continue
         if values.dtype.kind == "f":
             encoders.append((col, _float_feature(feature_pb2), values.tolist()))
         elif values.dtype.kind in "iu":
@@ -261,7 +286,7 @@ def _serialize(block: Columns) -> Iterator[bytes]:
             encoders.append((col, _bytes_feature(feature_pb2), values.tolist()))
         else:
             raise TypeError(f"column {col!r} has unsupported dtype {values.dtype}")
-    rows = len(next(iter(block.values())))
+    rows = len(block["id"])
     for i in range(rows):
         example = example_pb2.Example()
         feature_map = example.features.feature
@@ -282,9 +307,16 @@ def _bytes_feature(pb: Any) -> Callable[[list[Any]], Any]:
     return lambda v: pb.Feature(bytes_list=pb.BytesList(value=v))
 
 
-def examples(name: str, num_records: int, seed: int = 0) -> Iterator[bytes]:
-    """Serialized tf.train.Example records of dataset `name`, in order."""
-    for block in columns(name, num_records, seed):
+def examples(
+    name: str, num_records: int, seed: int = 0, observer: Any = None, **options: Any
+) -> Iterator[bytes]:
+    """Serialized tf.train.Example records of dataset `name`, in order.
+
+    `observer.update(teacher_probability, labels)` sees each block of a dataset with a teacher
+    (ctr) as it is generated."""
+    for block in columns(name, num_records, seed, **options):
+        if observer is not None and TEACHER_COLUMN in block:
+            observer.update(block[TEACHER_COLUMN][:, 0], block["label"][:, 0])
         yield from _serialize(block)
 
 
@@ -303,6 +335,8 @@ def generate(
     seed: int = 0,
     compressor: Any = None,
     storage_options: dict[str, Any] | None = None,
+    observer: Any = None,
+    **options: Any,
 ) -> list[str]:
     """Write dataset `name` as RecordIO shards under `output_dir` (an fsspec path or URL).
 
@@ -310,11 +344,11 @@ def generate(
     in one file when None). `compressor` is a `recordio.Compressor` or its name ("snappy",
     the default, "gzip", "none"). Each shard is written under a temporary name and renamed
     only when all are complete; on failure nothing of this call is left behind. Returns the
-    shard paths, in order, spelled like `output_dir`.
+    shard paths, in order, spelled like `output_dir`. `observer` and `options`: see `examples`.
     """
     from elasticdl.runtime.data.recordio import Compressor, RecordIOWriter
 
-    _check(name, num_records)
+    _check(name, num_records, options)
     if records_per_file is None:
         records_per_file = num_records
     if isinstance(records_per_file, bool) or int(records_per_file) != records_per_file:
@@ -342,7 +376,9 @@ def generate(
     temps = [f"{root.rstrip('/')}/.{n}.tmp-{tag}" for n in names]
     finals = [f"{root.rstrip('/')}/{n}" for n in names]
 
-    records = examples(name, num_records, seed)
+    if observer is not None:
+        options["observer"] = observer
+    records = examples(name, num_records, seed, **options)
     done: list[str] = []
     try:
         for index, temp in enumerate(temps):

@@ -3,7 +3,8 @@
 Layout of a model directory:
 
     saved_model/        Keras `model.export` (TF SavedModel, serving signature)
-    params.npz          parameters by stable variable name (what the PS held)
+    params.npz          parameters by stable variable name (what the PS held), and the rows
+                        of PS-backed embedding tables (`embedding:<table>:ids` / `:rows`)
     trained_model.pb    the TrainedModel message: how to rebuild and use the model
     job_report.json     what happened during the job
     tensorboard/        event files (loss curve)
@@ -14,7 +15,9 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +27,7 @@ from elasticdl.runtime.job_config import JobConfig
 from elasticdl.runtime.model_build import build_model
 from elasticdl.runtime.variables import assign, named_variables
 
+log = logging.getLogger("elasticdl.master")
 PARAMS_FILENAME = "params.npz"
 SAVED_MODEL_DIR = "saved_model"
 
@@ -48,13 +52,19 @@ def export_model(
     model_version: int,
     metrics: dict[str, float] | None = None,
 ) -> pb.TrainedModel:
-    """Rebuild the model, load `values`, and write SavedModel, params and TrainedModel."""
+    """Rebuild the model, load `values`, and write SavedModel, params and TrainedModel.
+
+    `values` may hold the rows of the model's embedding tables (`tables.trained_arrays`); the
+    SavedModel serves them (an id no row was trained for reads as zeros)."""
     from elasticdl import __version__
+    from elasticdl.runtime.embedding.tables import split_trained, trained_arrays
 
     spec = config.load_spec()
     instance = spec.instantiate()
     metadata = _training_metadata(data_url, sample_records[0])
-    build_model(instance, sample_records, metadata=metadata)
+    batch = build_model(instance, sample_records, metadata=metadata)
+    values, tables = split_trained(values)
+    layers = _serve_trained_rows(instance.model, tables)
     trainable, non_trainable = named_variables(instance.model)
     known = {**trainable, **non_trainable}
     missing = sorted(set(known) - set(values))
@@ -64,8 +74,9 @@ def export_model(
             "the model built by the master differs from the workers' model"
         )
     assign(known, {name: values[name] for name in known})
-    save_params({name: values[name] for name in known}, staging / PARAMS_FILENAME)
-    instance.model.export(str(staging / SAVED_MODEL_DIR), verbose=False)
+    params = {name: values[name] for name in known}
+    save_params({**params, **trained_arrays(tables)}, staging / PARAMS_FILENAME)
+    _export_saved_model(instance.model, layers, batch[0], staging / SAVED_MODEL_DIR)
     trained = pb.TrainedModel(
         docker_commit_id="",
         model_def=config.model_def,
@@ -92,7 +103,46 @@ def export_model(
         trained.schema_json = json.dumps(metadata.schema, sort_keys=True)
     for name, value in (metrics or {}).items():
         trained.metrics[name] = float(value)
+    for name, layer in layers.items():
+        trained.embedding_tables.add(
+            name=name,
+            dim=layer.output_dim,
+            rows=len(tables[name][0]),
+            initializer=layer.embeddings_initializer,
+        )
     return trained
+
+
+def _serve_trained_rows(model: Any, tables: dict[str, Any]) -> dict[str, Any]:
+    """Give each PS-backed embedding layer its trained rows (none: every id reads zeros)."""
+    from elasticdl.runtime.embedding.tables import embedding_layers
+
+    layers = embedding_layers(model)
+    for name, layer in layers.items():
+        if name not in tables:
+            log.warning("embedding table %s: no trained rows; it serves zeros", name)
+            tables[name] = (np.zeros(0, np.int64), np.zeros((0, layer.output_dim), np.float32))
+        layer.set_trained_rows(*tables[name])
+    return layers
+
+
+def _export_saved_model(model: Any, layers: dict[str, Any], features: Any, path: Path) -> None:
+    """Keras `model.export`; with embedding tables, their hash tables and rows are tracked
+    and the signature takes the dtypes of `features` (int64 ids stay int64)."""
+    if not layers:
+        model.export(str(path), verbose=False)
+        return
+    import keras
+    import tensorflow as tf
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    for layer in layers.values():
+        for resource in layer.trained_resources:
+            archive.track(resource)
+    specs = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), features)
+    archive.add_endpoint("serve", model.__call__, [specs])
+    archive.write_out(str(path), verbose=False)
 
 
 def _training_metadata(data_url: str, first_record: bytes) -> DatasetMetadata:

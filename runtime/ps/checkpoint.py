@@ -17,6 +17,10 @@ copy, so the final object appears whole or not at all). No marker files: a final
 ever a complete file. A version is VALID only when all n files `ps-0-of-n` .. `ps-<n-1>-of-n`
 are present; temporary files are ignored (and removed by `prune`).
 
+Embedding tables (see `embedding_checkpoint`): each shard file holds its rows of every table
+(ids, rows and per-row optimizer slots) and the tables' specs in the header; re-sharding selects
+rows by `embedding_shard`, so a checkpoint of n servers restores into any number.
+
 Restoring works whatever number of shards wrote a checkpoint: `load_all` merges every shard,
 `shard_state` re-shards the merge by `ps_of` for any `num_ps`. The optimizer's non-slot
 variables and the applied-records progress are per shard: with the same `num_ps` each shard
@@ -45,7 +49,9 @@ import fsspec
 import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
-from elasticdl.runtime.ps.partition import ps_of
+from elasticdl.runtime.ps import embedding_checkpoint
+from elasticdl.runtime.ps.embedding_table import TableExport
+from elasticdl.runtime.ps.partition import embedding_shard, ps_of
 
 _log = logging.getLogger(__name__)
 
@@ -67,6 +73,7 @@ class ShardState:
     `slots`: optimizer slot variables keyed `<stable_name>/<slot>` (the slot name has no '/').
     `optimizer`: the optimizer's other variables (e.g. `iterations`), learning rate excluded.
     `progress`: task id -> records whose gradients are in these values.
+    `embeddings`: table name -> its rows on this shard (ids, rows, optimizer slots).
     """
 
     version: int
@@ -75,6 +82,12 @@ class ShardState:
     slots: dict[str, np.ndarray] = field(default_factory=dict)
     optimizer: dict[str, np.ndarray] = field(default_factory=dict)
     progress: dict[int, int] = field(default_factory=dict)
+    embeddings: dict[str, TableExport] = field(default_factory=dict)
+
+    @property
+    def embedding_rows(self) -> int:
+        """Rows held in all embedding tables."""
+        return sum(int(e.ids.size) for e in self.embeddings.values())
 
     @property
     def iterations(self) -> int:
@@ -105,6 +118,10 @@ class Checkpoint:
     """Per writing shard (index = its ps_id)."""
     variable_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """Every model variable in the checkpoint (also those `load_all(only=...)` did not read)."""
+    embeddings: dict[str, TableExport] = field(default_factory=dict)
+    """Every table's rows over all shards (only the selected shard's with `load_all(only=)`)."""
+    embedding_rows: dict[str, int] = field(default_factory=dict)
+    """Rows per table in the whole checkpoint (from the headers)."""
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
         """Stable name -> shape of every model variable (trainable and non-trainable)."""
@@ -174,12 +191,17 @@ def _encode(state: ShardState, ps_id: int, num_ps: int, model_def: str) -> bytes
     arrays: dict[str, np.ndarray] = {}
     entries = []
     groups = (state.trainable, state.non_trainable, state.slots, state.optimizer)
+
+    def add(kind: str, name: str, value: Any) -> None:
+        key = f"a{len(arrays)}"
+        array = np.asarray(value)
+        arrays[key] = array
+        entries.append([key, kind, name, list(array.shape), array.dtype.str])
+
     for kind, group in zip(_KINDS, groups, strict=True):
         for name, value in group.items():
-            key = f"a{len(arrays)}"
-            array = np.asarray(value)
-            arrays[key] = array
-            entries.append([key, kind, name, list(array.shape), array.dtype.str])
+            add(kind, name, value)
+    tables = embedding_checkpoint.encode(state.embeddings, add)
     header = {
         "format": FORMAT,
         "version": int(state.version),
@@ -190,6 +212,8 @@ def _encode(state: ShardState, ps_id: int, num_ps: int, model_def: str) -> bytes
         "entries": entries,
         "progress": sorted([int(t), int(r)] for t, r in state.progress.items()),
     }
+    if tables:
+        header["embedding_tables"] = tables
     arrays[_HEADER] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
@@ -269,21 +293,34 @@ def latest_valid_version(directory: str) -> int | None:
 
 
 def _read_shard(
-    fs: Any, path: str, directory: str, wanted: Callable[[str], bool] | None = None
+    fs: Any,
+    path: str,
+    directory: str,
+    wanted: Callable[[str], bool] | None = None,
+    keep_rows: Callable[[np.ndarray], np.ndarray] | None = None,
+    tables: bool = True,
 ) -> tuple[dict[str, Any], ShardState, dict[str, tuple[int, ...]]]:
     """(header, state, shapes of every model variable in the file); arrays of variables (and
-    their slots) for which `wanted(name)` is false are not read."""
+    their slots) for which `wanted(name)` is false are not read; embedding rows for which
+    `keep_rows(ids)` is false are dropped, and no table is read with `tables=False`."""
+    embeddings: dict[str, TableExport] = {}
     try:
         with fs.open(path, "rb") as raw, np.load(raw) as npz:
             header = json.loads(bytes(npz[_HEADER]).decode())
             groups: dict[str, dict[str, np.ndarray]] = {kind: {} for kind in _KINDS}
             shapes: dict[str, tuple[int, ...]] = {}
+            table_arrays: dict[tuple[str, str], Callable[[], np.ndarray]] = {}
             for key, kind, name, shape, _dtype in header["entries"]:
+                if kind in embedding_checkpoint.KINDS:
+                    table_arrays[(kind, name)] = lambda key=key: npz[key]
+                    continue
                 if kind in ("trainable", "non_trainable"):
                     shapes[name] = tuple(shape)
                 owner = slot_owner(name) if kind == "slot" else name
                 if kind == "optimizer" or wanted is None or wanted(owner):
                     groups[kind][name] = npz[key]
+            if tables:
+                embeddings = embedding_checkpoint.decode(header, table_arrays, keep_rows)
     except (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as error:
         raise CheckpointError(
             f"checkpoint {directory}: cannot read {path}: {error} (a corrupt or foreign file; "
@@ -296,6 +333,7 @@ def _read_shard(
         slots=groups["slot"],
         optimizer=groups["optimizer"],
         progress={int(t): int(r) for t, r in header.get("progress", [])},
+        embeddings=embeddings,
     )
     return header, state, shapes
 
@@ -307,7 +345,7 @@ def _newest_complete_set(fs: Any, folder: str, sets: list[int], directory: str) 
     stamps = {}
     for n in sets:
         path = posixpath.join(folder, shard_filename(0, n))
-        header, _, _ = _read_shard(fs, path, directory, lambda _: False)
+        header, _, _ = _read_shard(fs, path, directory, lambda _: False, tables=False)
         stamps[n] = float(header.get("written_at", 0.0))
     return max(sets, key=lambda n: (stamps[n], n))
 
@@ -322,14 +360,17 @@ def load_all(
     there is no valid checkpoint, the version is incomplete, or the shard files are unreadable
     or inconsistent.
     """
-    wanted = None
+    wanted = keep_rows = None
     if only is not None:
         target, targets = only
 
         def wanted(name: str) -> bool:
             return ps_of(name, targets) == target
 
-    return _load(directory, version, wanted)
+        def keep_rows(ids: np.ndarray) -> np.ndarray:
+            return embedding_shard(ids, targets) == target
+
+    return _load(directory, version, wanted, keep_rows)
 
 
 def check_directory(
@@ -339,12 +380,18 @@ def check_directory(
     name -> shape) reading only the files' headers; returns its version. Raises
     CheckpointError like `load_all` and `check_model`. For a master that builds the model
     before starting parameter servers (they cannot build a subclassed model without data)."""
-    loaded = _load(directory, None, lambda _: False)
+    loaded = _load(directory, None, lambda _: False, tables=False)
     check_model(loaded, expected, model_def)
     return loaded.version
 
 
-def _load(directory: str, version: int | None, wanted: Callable[[str], bool] | None) -> Checkpoint:
+def _load(
+    directory: str,
+    version: int | None,
+    wanted: Callable[[str], bool] | None,
+    keep_rows: Callable[[np.ndarray], np.ndarray] | None = None,
+    tables: bool = True,
+) -> Checkpoint:
     fs, root = _fs(directory)
     if version is None:
         version = latest_valid_version(directory)
@@ -366,7 +413,7 @@ def _load(directory: str, version: int | None, wanted: Callable[[str], bool] | N
     merged = Checkpoint(directory, version, num_ps, "", {}, {}, {}, [], [])
     for ps_id in range(num_ps):
         path = posixpath.join(folder, shard_filename(ps_id, num_ps))
-        header, state, shapes = _read_shard(fs, path, directory, wanted)
+        header, state, shapes = _read_shard(fs, path, directory, wanted, keep_rows, tables)
         problem = ""
         if (header.get("ps_id"), header.get("num_ps"), state.version) != (ps_id, num_ps, version):
             problem = (
@@ -379,6 +426,10 @@ def _load(directory: str, version: int | None, wanted: Callable[[str], bool] | N
         owners = {slot_owner(k) for k in state.slots} - set(shapes)
         if owners:
             problem = f"it holds optimizer slots of unknown variables: {sorted(owners)[:3]}"
+        if keep_rows is None and (
+            foreign := embedding_checkpoint.misplaced(state.embeddings, ps_id, num_ps)
+        ):
+            problem = f"it holds embedding rows of other shards in tables {foreign[:3]}"
         if problem:
             raise CheckpointError(f"checkpoint {directory}: {path} is inconsistent: {problem}")
         merged.model_def = merged.model_def or str(header.get("model_def", ""))
@@ -388,6 +439,13 @@ def _load(directory: str, version: int | None, wanted: Callable[[str], bool] | N
         merged.slots.update(state.slots)
         merged.optimizer.append(state.optimizer)
         merged.progress.append(state.progress)
+        for info in header.get("embedding_tables", []):
+            name = str(info["name"])
+            merged.embedding_rows[name] = merged.embedding_rows.get(name, 0) + int(info["rows"])
+        try:
+            embedding_checkpoint.merge(merged.embeddings, state.embeddings)
+        except ValueError as error:
+            raise CheckpointError(f"checkpoint {directory}: {path}: {error}") from None
     return merged
 
 
@@ -415,6 +473,7 @@ def shard_state(checkpoint: Checkpoint, ps_id: int, num_ps: int) -> ShardState:
         slots={k: v for k, v in checkpoint.slots.items() if mine(slot_owner(k))},
         optimizer=dict(optimizer),
         progress=progress,
+        embeddings=embedding_checkpoint.select(checkpoint.embeddings, ps_id, num_ps),
     )
 
 

@@ -10,6 +10,19 @@ push (versions advance together, and `applied_progress` is the minimum over shar
 not atomic across shards: if one shard refuses it (an error, or a stale push in sync mode) the
 others may still have applied their part.
 
+Embedding tables: `push_model(..., embedding_tables=[...])` declares them on every shard (specs
+with `name`, `dim`, `initializer` and optionally `seed`: `TableSpec`, proto `EmbeddingTableInfo`,
+any object with those attributes, or a (name, dim[, initializer[, seed]]) tuple). A row lives
+on shard `embedding_shard(id, N)`. `pull_embedding_vectors(name, ids)` dedupes the ids, sends
+each shard one batched call for its ids (all shards in parallel) and returns float32 rows
+(len(ids), dim) in the order of `ids`; `pull_embeddings({name: ids})` does several tables with
+one call per shard. `push_gradients(..., embedding_grads={name: (ids, values)})` sends each
+shard the rows it owns in the same request as its dense gradients, so they share its
+accept/reject decision. Duplicate ids need not be reduced by the caller: the parameter server
+sums them (reducing first only saves bytes). `describe_embedding_tables()` and
+`read_embedding_table(name)` give every table's spec, row counts and all rows (for exports);
+`pull_all()` adds every table's rows to the dense values as `embedding:<table>:ids`/`:rows`.
+
 Pulled values are read-only NumPy views of the response bytes: assign them to variables (which
 copies) or copy them before mutating. Errors: `PSUnavailableError` when a shard cannot be
 reached (UNAVAILABLE or past the deadline), `PSError` for any other refusal; both name the
@@ -30,10 +43,12 @@ from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime import auth
 from elasticdl.runtime.job_config import GRPC_OPTIONS
-from elasticdl.runtime.ps.partition import ps_of
-from elasticdl.runtime.tensor_codec import decode_all, encode
+from elasticdl.runtime.ps.embedding_table import TableSpec, take_rows
+from elasticdl.runtime.ps.partition import embedding_shard, ps_of
+from elasticdl.runtime.tensor_codec import decode, decode_all, encode
 
 DEFAULT_TIMEOUT_S = 60.0
+EMBEDDING_PREFIX = "embedding:"  # pull_all's keys of table rows: embedding:<table>:ids / :rows
 # A restarted parameter server should be reachable again within about a second, not after
 # gRPC's default reconnect backoff (which grows to two minutes).
 CHANNEL_OPTIONS = [
@@ -145,21 +160,38 @@ class PSClient:
             for future in ready:
                 future.cancel()
 
-    def pull_all(self) -> PullResult:
-        """Every value from every shard, whatever the caller holds (`pull(None)`)."""
-        return self.pull(None)
+    def pull_all(self, embeddings: bool = True) -> PullResult:
+        """Every value from every shard, whatever the caller holds (`pull(None)`), and (with
+        `embeddings`) every embedding table's rows as `embedding:<table>:ids` (n,) int64 and
+        `embedding:<table>:rows` (n, dim) float32 (the final pull of a job: params.npz)."""
+        result = self.pull(None)
+        if not embeddings or not result.initialized:
+            return result
+        values = dict(result.values)
+        for name in self.describe_embedding_tables():
+            ids, rows = self.read_embedding_table(name)
+            values[f"{EMBEDDING_PREFIX}{name}:ids"] = ids
+            values[f"{EMBEDDING_PREFIX}{name}:rows"] = rows
+        return PullResult(result.initialized, result.versions, values, result.updated)
 
     def push_model(
-        self, values: Mapping[str, np.ndarray], non_trainable: Iterable[str] = (), version: int = 0
+        self,
+        values: Mapping[str, np.ndarray],
+        non_trainable: Iterable[str] = (),
+        version: int = 0,
+        embedding_tables: Iterable[Any] = (),
     ) -> None:
         """Initialize every shard with its part of `values` (a shard keeps the first model it
-        gets). `non_trainable` names take no gradients."""
+        gets). `non_trainable` names take no gradients. `embedding_tables` (specs, see the
+        module docstring) are declared on every shard."""
         fixed = set(non_trainable)
+        infos = [table_info(spec) for spec in embedding_tables]
         requests = [
             pb.Model(
                 version=version,
                 dense_parameters=[encode(n, v) for n, v in part.items()],
                 non_trainable=[n for n in part if n in fixed],
+                embedding_table_infos=infos,
             )
             for part in self.split(values)
         ]
@@ -194,12 +226,15 @@ class PSClient:
         non_trainable: Mapping[str, np.ndarray] | None = None,
         lr_scale: float = 1.0,
         worker_id: int = 0,
+        embedding_grads: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
     ) -> PushResult:
-        """Send each shard its gradients (computed on `versions`, per shard or one for all)
-        and its non-trainable values; `records_end` of `task_id` counts once applied."""
+        """Send each shard its gradients (computed on `versions`, per shard or one for all),
+        its rows of `embedding_grads` (table -> (ids, values)) and its non-trainable values;
+        `records_end` of `task_id` counts once applied."""
         known = self._per_shard(versions)
         grad_parts = self.split(gradients)
         state_parts = self.split(non_trainable or {})
+        sparse_parts = self._split_sparse(embedding_grads or {})
         requests = [
             pb.PushGradientsRequest(
                 worker_id=worker_id,
@@ -209,12 +244,81 @@ class PSClient:
                 task_id=task_id,
                 records_end=records_end,
                 non_trainable=[encode(n, v) for n, v in state_parts[shard].items()],
+                embedding_gradients=sparse_parts[shard],
             )
             for shard in range(self.num_ps)
         ]
         responses = self._gather("push_gradients", requests)
         accepted = [r.accepted for r in responses]
         return PushResult(all(accepted), accepted, [r.version for r in responses])
+
+    def pull_embedding_vectors(self, name: str, ids: np.ndarray) -> np.ndarray:
+        """Rows (float32, (len(ids), dim)) of table `name` in the order of `ids` (int64,
+        duplicates allowed): one batched call per shard holding some of them, in parallel."""
+        return self.pull_embeddings({name: ids})[name]
+
+    def pull_embeddings(self, ids_by_table: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """`pull_embedding_vectors` for several tables with one call per shard."""
+        plans = {name: _plan(ids, self.num_ps) for name, ids in ids_by_table.items()}
+        shards = sorted({s for plan in plans.values() for s, _ in plan.parts})
+        requests = [
+            pb.PullEmbeddingTablesRequest(
+                ids=[
+                    encode(name, part)
+                    for name, plan in plans.items()
+                    for s, part in plan.parts
+                    if s == shard
+                ]
+            )
+            for shard in shards
+        ]
+        responses = self._gather("pull_embedding_tables", requests, shards)
+        rows: dict[str, list[np.ndarray]] = {name: [] for name in plans}
+        for response in responses:
+            for tensor in response.vectors:
+                rows[tensor.name].append(decode(tensor))
+        return {name: plan.assemble(rows[name]) for name, plan in plans.items()}
+
+    def describe_embedding_tables(self) -> dict[str, tuple[TableSpec, int]]:
+        """Every table the shards hold: its spec and its rows over all shards."""
+        responses = self._gather("describe_embedding_tables", [pb.Empty()] * self.num_ps)
+        out: dict[str, tuple[TableSpec, int]] = {}
+        for response in responses:
+            for info, rows in zip(response.infos, response.rows, strict=True):
+                spec = TableSpec(info.name, int(info.dim), info.initializer, int(info.seed))
+                out[info.name] = (spec, out.get(info.name, (spec, 0))[1] + int(rows))
+        return out
+
+    def restored_embedding_rows(self) -> list[tuple[int, dict[str, int]]]:
+        """Per shard: (checkpoint version it restored at start, rows per table it restored);
+        (-1, {}) for a shard that started without a checkpoint."""
+        responses = self._gather("describe_embedding_tables", [pb.Empty()] * self.num_ps)
+        return [(int(r.restored_version), dict(r.restored_rows)) for r in responses]
+
+    def read_embedding_table(
+        self, name: str, page_rows: int = 1 << 18
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, rows) of every row of table `name` on every shard (shard by shard, pages of
+        `page_rows` rows, the shards in parallel). Rows created meanwhile may be included."""
+        starts = [0] * self.num_ps
+        done = [False] * self.num_ps
+        ids: list[np.ndarray] = []
+        rows: list[np.ndarray] = []
+        while not all(done):
+            shards = [s for s in range(self.num_ps) if not done[s]]
+            requests = [
+                pb.ReadEmbeddingRowsRequest(name=name, start=starts[s], limit=page_rows)
+                for s in shards
+            ]
+            for shard, response in zip(
+                shards, self._gather("read_embedding_rows", requests, shards), strict=True
+            ):
+                page_ids, page_rows_ = decode(response.rows.ids), decode(response.rows.values)
+                ids.append(page_ids)
+                rows.append(page_rows_)
+                starts[shard] += page_ids.size
+                done[shard] = page_ids.size == 0 or starts[shard] >= response.total
+        return np.concatenate(ids), np.concatenate(rows)
 
     def applied_progress(self, task_ids: Iterable[int]) -> dict[int, int]:
         """For each task: records whose gradients reached every shard (minimum over shards)."""
@@ -242,14 +346,42 @@ class PSClient:
             raise ValueError(f"{len(versions)} versions given for {self.num_ps} shards")
         return versions
 
-    def _gather(self, method: str, requests: list[Any]) -> list[Any]:
+    def _split_sparse(
+        self, grads: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    ) -> list[list[pb.EmbeddingSlices]]:
+        parts: list[list[pb.EmbeddingSlices]] = [[] for _ in self.addresses]
+        for name, (ids, values) in grads.items():
+            ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+            values = np.asarray(values, dtype=np.float32)
+            if values.ndim != 2 or values.shape[0] != ids.size:
+                raise ValueError(
+                    f"embedding gradient {name!r}: values of shape {values.shape} for "
+                    f"{ids.size} ids (expected ({ids.size}, dim))"
+                )
+            owner = embedding_shard(ids, self.num_ps)
+            for shard in range(self.num_ps):
+                mine = owner == shard if self.num_ps > 1 else slice(None)
+                parts[shard].append(
+                    pb.EmbeddingSlices(
+                        name=name,
+                        ids=encode(name, ids[mine]),
+                        values=encode(name, values[mine]),
+                    )
+                )
+        return parts
+
+    def _gather(
+        self, method: str, requests: list[Any], shards: Sequence[int] | None = None
+    ) -> list[Any]:
+        """Call `method` on `shards` (default: all, in order) with `requests`, in parallel."""
+        shards = list(range(self.num_ps)) if shards is None else list(shards)
         calls = [
-            getattr(stub, method).future(request, timeout=self.timeout_s)
-            for stub, request in zip(self._stubs, requests, strict=True)
+            getattr(self._stubs[shard], method).future(request, timeout=self.timeout_s)
+            for shard, request in zip(shards, requests, strict=True)
         ]
         responses = []
         failure: PSError | None = None
-        for shard, call in enumerate(calls):
+        for shard, call in zip(shards, calls, strict=True):
             try:
                 responses.append(call.result())
             except grpc.RpcError as error:
@@ -265,3 +397,60 @@ class PSClient:
         if failure is not None:
             raise failure
         return responses
+
+
+def table_info(spec: Any) -> pb.EmbeddingTableInfo:
+    """A proto `EmbeddingTableInfo` from a table spec (see the module docstring)."""
+    if isinstance(spec, pb.EmbeddingTableInfo):
+        return spec
+    if isinstance(spec, tuple | list):
+        spec = TableSpec(*spec)
+    try:
+        name, dim = str(spec.name), int(spec.dim)
+    except (AttributeError, TypeError, ValueError):
+        raise ValueError(f"embedding table spec {spec!r} needs a name and an integer dim") from None
+    if not name or dim <= 0:
+        raise ValueError(f"embedding table spec {spec!r}: name must be set and dim >= 1")
+    initializer = getattr(spec, "initializer", None) or "uniform"
+    seed = int(getattr(spec, "seed", 0) or 0)
+    return pb.EmbeddingTableInfo(
+        name=name, dim=dim, initializer=str(initializer), dtype=pb.DT_FLOAT32, seed=seed
+    )
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How the ids of one table are split over shards and the rows put back in order."""
+
+    parts: list[tuple[int, np.ndarray]]
+    order: np.ndarray | None  # position in the concatenated answers of each unique id
+    inverse: np.ndarray  # unique id of each asked id
+    count: int
+
+    def assemble(self, answers: list[np.ndarray]) -> np.ndarray:
+        if not answers:
+            return np.zeros((self.count, 0), dtype=np.float32)
+        rows = answers[0] if len(answers) == 1 else np.concatenate(answers)
+        where = self.inverse if self.order is None else self.order[self.inverse]
+        return take_rows(rows, where)
+
+
+def _plan(ids: np.ndarray, num_ps: int) -> _Plan:
+    ids = np.asarray(ids)
+    if ids.size and ids.dtype.kind not in "iu":
+        raise ValueError(f"embedding ids must be integers, got dtype {ids.dtype}")
+    ids = ids.astype(np.int64, copy=False).reshape(-1)
+    unique, inverse = np.unique(ids, return_inverse=True)
+    if num_ps == 1 or unique.size == 0:  # an empty pull still learns the table's dim
+        return _Plan([(0, unique)], None, inverse, ids.size)
+    owner = embedding_shard(unique, num_ps)
+    by_shard = np.argsort(owner, kind="stable")
+    bounds = np.searchsorted(owner[by_shard], np.arange(num_ps + 1))
+    parts = [
+        (shard, unique[by_shard[bounds[shard] : bounds[shard + 1]]])
+        for shard in range(num_ps)
+        if bounds[shard + 1] > bounds[shard]
+    ]
+    order = np.empty(unique.size, dtype=np.int64)
+    order[by_shard] = np.arange(unique.size)
+    return _Plan(parts, order, inverse, ids.size)

@@ -15,6 +15,11 @@ progress at one version; `restore()` initializes a fresh store from such a state
 application gives exactly what an uninterrupted run would. Optimizer state is mapped to stable
 variable names by structure (see `optimizer_state_variables`), never by Keras variable paths.
 
+Embedding tables (`embeddings`, an `EmbeddingStore`): declared by `initialize`, read by
+`lookup` (which takes only the store's lock), updated in the same application as the dense
+variables of a push, at the Keras optimizer's current learning rate (a schedule at its
+iterations) times the push's scale, by the optimizer's sparse twin (`sparse_optimizers`).
+
 Versions: `version` is the number of gradient applications since the model was initialized (or
 the version it was initialized with). Async: every accepted push applies, so version += 1 per
 push. Sync: `grads_to_wait` pushes computed on the current version are averaged and applied
@@ -32,6 +37,9 @@ from typing import Any
 import numpy as np
 
 from elasticdl.runtime.ps.checkpoint import CheckpointError, ShardState
+from elasticdl.runtime.ps.embedding_table import TableSpec
+from elasticdl.runtime.ps.embeddings import EmbeddingStore, SparseGrads
+from elasticdl.runtime.ps.sparse_optimizers import from_keras
 
 _log = logging.getLogger(__name__)
 
@@ -55,6 +63,7 @@ class Decision:
     lr_scale: float = 1.0
     contributions: tuple[tuple[int, int], ...] = ()
     reason: str = ""
+    sparse: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
 
 
 @dataclass
@@ -71,6 +80,11 @@ class GradientPolicy:
     is averaged over the pushes that have it), applied at scale 1 (push scales are ignored).
     A push on another version is rejected. Accumulated gradients of an older version (the model
     moved on by other means) are discarded.
+
+    Sparse (embedding) gradients, (ids, values) per table, follow the same decision: async
+    passes them on; sync concatenates the pushes' and divides the values by the number of
+    pushes that had the table (the dense rule; the table then sums duplicate ids), so a row is
+    updated with the mean over pushes of its gradient, as a dense table would be.
     """
 
     use_async: bool = True
@@ -81,6 +95,9 @@ class GradientPolicy:
     _pending: list[tuple[int, int]] = field(default_factory=list, init=False, repr=False)
     _pending_version: int | None = field(default=None, init=False, repr=False)
     _progress: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+    _sparse: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         if self.grads_to_wait < 1:
@@ -99,14 +116,18 @@ class GradientPolicy:
         task_id: int = 0,
         records_end: int = 0,
         lr_scale: float = 1.0,
+        sparse: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
     ) -> Decision:
-        """Decide about one push; `gradients` must already be validated against the shard."""
+        """Decide about one push; `gradients` (and `sparse`: table -> (ids, values)) must
+        already be validated against the shard."""
         contribution = (int(task_id), int(records_end))
         if self.use_async:
             scale = lr_scale if lr_scale > 0 else 1.0
             if self.lr_staleness_modulation:
                 scale /= max(1, current_version - push_version)
-            return Decision(True, dict(gradients), scale, (contribution,))
+            return Decision(
+                True, dict(gradients), scale, (contribution,), sparse=dict(sparse or {})
+            )
         if push_version != current_version:
             when = "stale" if push_version < current_version else "ahead of this server"
             return Decision(
@@ -123,6 +144,8 @@ class GradientPolicy:
             else:
                 self._sums[name] = np.array(grad, copy=True)
                 self._counts[name] = 1
+        for name, (ids, values) in (sparse or {}).items():
+            self._sparse.setdefault(name, []).append((np.array(ids), np.array(values)))
         self._pending.append(contribution)
         if len(self._pending) < self.grads_to_wait:
             return Decision(True)
@@ -130,9 +153,10 @@ class GradientPolicy:
             name: total if self._counts[name] == 1 else total / total.dtype.type(self._counts[name])
             for name, total in self._sums.items()
         }
+        sparse_mean = {name: _sparse_mean(parts) for name, parts in self._sparse.items()}
         contributions = tuple(self._pending)
         self._reset(None)
-        return Decision(True, mean, 1.0, contributions)
+        return Decision(True, mean, 1.0, contributions, sparse=sparse_mean)
 
     def record_applied(self, contributions: Iterable[tuple[int, int]]) -> None:
         """Note that these pushes' gradients are in the model (max records_end per task)."""
@@ -156,8 +180,17 @@ class GradientPolicy:
     def _reset(self, version: int | None) -> None:
         self._sums = {}
         self._counts = {}
+        self._sparse = {}
         self._pending = []
         self._pending_version = version
+
+
+def _sparse_mean(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.concatenate([p[0] for p in parts])
+    values = np.concatenate([p[1] for p in parts])
+    if len(parts) > 1:
+        values = values / values.dtype.type(len(parts))
+    return ids, values
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,6 +246,8 @@ class Parameters:
         self._state_error = ""
         self._checkpoint_steps = 0
         self._checkpoint_sink: Callable[[ShardState], None] | None = None
+        self.embeddings = EmbeddingStore()
+        self._base_lr: Any = None
 
     # -- read-only facts ------------------------------------------------------------------
     @property
@@ -262,6 +297,7 @@ class Parameters:
         values: Mapping[str, np.ndarray],
         non_trainable: Iterable[str] = (),
         version: int = 0,
+        embedding_tables: Iterable[TableSpec] = (),
     ) -> bool:
         """Create the variables and build the optimizer on the trainable ones.
 
@@ -269,19 +305,22 @@ class Parameters:
         all push their freshly built model), but a later model whose names, shapes or
         trainability differ from the held ones is a ValueError (e.g. after a restore from
         another model's checkpoint). Names in `non_trainable` are stored as plain arrays and
-        take no gradients; every name in it must be in `values`.
+        take no gradients; every name in it must be in `values`. `embedding_tables` are
+        declared (created; or, when initialized, checked against the held ones).
         """
         with self._lock:
             non_trainable = set(non_trainable)
+            tables = list(embedding_tables)
             if self._initialized:
                 self._check_same_model(values, non_trainable)
+                self.embeddings.check_same(tables, self._restored_from)
                 return False
             missing = sorted(non_trainable - set(values))
             if missing:
                 raise ValueError(f"non-trainable names without a value: {missing}")
             trainable = {n: v for n, v in values.items() if n not in non_trainable}
             fixed = {n: v for n, v in values.items() if n in non_trainable}
-            self._create_locked(trainable, fixed, int(version))
+            self._create_locked(trainable, fixed, int(version), tables)
             self._emit_checkpoint_locked()
             return True
 
@@ -297,9 +336,11 @@ class Parameters:
         with self._lock:
             if self._initialized:
                 raise RuntimeError("cannot restore: the parameters are already initialized")
-            self._create_locked(state.trainable, state.non_trainable, int(state.version))
+            tables = [e.spec for e in state.embeddings.values()]
+            self._create_locked(state.trainable, state.non_trainable, int(state.version), tables)
             try:
                 self._assign_optimizer_state_locked(state, source)
+                self.embeddings.load(state.embeddings, source or "a state", state.version)
             except BaseException:
                 self._initialized = False
                 raise
@@ -311,6 +352,7 @@ class Parameters:
         trainable: Mapping[str, np.ndarray],
         fixed: Mapping[str, np.ndarray],
         version: int,
+        tables: list[TableSpec] | None = None,
     ) -> None:
         import keras
         import tensorflow as tf
@@ -327,6 +369,11 @@ class Parameters:
                 array, dtype=str(array.dtype), trainable=True, name=_keras_name(name)
             )
         optimizer = self._optimizer_factory()
+        self._base_lr = optimizer._learning_rate  # before any scaling is installed
+        embeddings = EmbeddingStore()
+        if tables:
+            embeddings.optimizer = from_keras(optimizer)
+            embeddings.declare(tables)
         scale = tf.Variable(1.0, dtype=tf.float32, trainable=False, name="ps_lr_scale")
         if variables:
             optimizer.build(list(variables.values()))
@@ -345,6 +392,7 @@ class Parameters:
         self._optimizer = optimizer
         self._scale = scale
         self._apply_fn = _ApplyFunctions(optimizer, list(variables.values()), scale)
+        self.embeddings = embeddings
         self._version = version
         self._initialized = True
 
@@ -427,25 +475,28 @@ class Parameters:
         records_end: int = 0,
         non_trainable: Mapping[str, np.ndarray] | None = None,
         lr_scale: float = 1.0,
+        embedding_grads: SparseGrads | None = None,
     ) -> PushResult:
         """One worker push through the policy: validate, decide, maybe apply, update state.
 
         Raises NotInitializedError before `initialize` and ValueError for unknown names or
         shapes (nothing is changed then). Non-trainable values of an accepted push replace the
-        stored ones (last writer wins); a rejected push changes nothing.
+        stored ones (last writer wins); a rejected push changes nothing. `embedding_grads`:
+        table -> (ids, values), applied together with the dense gradients.
         """
         with self._lock:
             self.check_gradients(gradients)
+            sparse = self.embeddings.check(embedding_grads or {})
             if non_trainable:
                 self._check_non_trainable(non_trainable)
             decision = self.policy.offer(
-                self._version, int(version), gradients, task_id, records_end, lr_scale
+                self._version, int(version), gradients, task_id, records_end, lr_scale, sparse
             )
             if not decision.accepted:
                 return PushResult(False, self._version, reason=decision.reason)
             applied = decision.gradients is not None
             if applied:
-                self._apply_locked(decision.gradients, decision.lr_scale)
+                self._apply_locked(decision.gradients, decision.lr_scale, decision.sparse)
                 self.policy.record_applied(decision.contributions)
             if non_trainable:
                 self._store_non_trainable(non_trainable)
@@ -473,6 +524,10 @@ class Parameters:
                 return Snapshot(True, self._version, None)
             return Snapshot(True, self._version, self._values_locked(None))
 
+    def lookup(self, name: str, ids: np.ndarray) -> np.ndarray:
+        """Rows of `ids` in table `name` (created on first touch; only the tables' lock)."""
+        return self.embeddings.lookup(name, ids)
+
     def state(self) -> ShardState:
         """A consistent copy of everything a checkpoint holds, at the current version."""
         with self._lock:
@@ -489,12 +544,24 @@ class Parameters:
         if not self._initialized:
             raise NotInitializedError("the parameters are not initialized: push the model first")
 
-    def _apply_locked(self, gradients: Mapping[str, np.ndarray], lr_scale: float) -> None:
+    def _apply_locked(
+        self,
+        gradients: Mapping[str, np.ndarray],
+        lr_scale: float,
+        sparse: SparseGrads | None = None,
+    ) -> None:
+        if sparse:
+            # the optimizer's learning rate now (before iterations move), times the push's scale
+            sparse_lr = _current_learning_rate(self._base_lr, self._optimizer) * float(lr_scale)
         if gradients and self._variables:
             names = sorted(gradients, key=self._index.__getitem__)
             indices = tuple(self._index[n] for n in names)
             grads = [np.asarray(gradients[n], dtype=self._variables[n].dtype) for n in names]
             self._apply_fn(indices, grads, float(lr_scale))
+        elif sparse:
+            self._optimizer.iterations.assign_add(1)  # schedules advance without dense variables
+        if sparse:
+            self.embeddings.apply(sparse, sparse_lr)
         self._version += 1
         if self._checkpoint_steps and self._version % self._checkpoint_steps == 0:
             self._emit_checkpoint_locked()
@@ -509,6 +576,7 @@ class Parameters:
             slots={k: np.asarray(v.numpy()) for k, v in self._slot_variables.items()},
             optimizer={k: np.asarray(v.numpy()) for k, v in self._optimizer_variables.items()},
             progress=self.policy.progress(),
+            embeddings=self.embeddings.export(),
         )
 
     def _emit_checkpoint_locked(self) -> None:
@@ -607,6 +675,16 @@ def optimizer_state_variables(
             f"{unnamed[:5]}"
         )
     return slots, others
+
+
+def _current_learning_rate(base: Any, optimizer: Any) -> float:
+    import keras
+
+    if isinstance(base, keras.optimizers.schedules.LearningRateSchedule):
+        return float(np.asarray(base(optimizer.iterations)))
+    if isinstance(base, keras.Variable):
+        return float(np.asarray(base.numpy()))
+    return float(np.asarray(base() if callable(base) else base))
 
 
 def _keras_name(name: str) -> str:

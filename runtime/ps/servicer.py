@@ -4,10 +4,15 @@ All state and locking live in `Parameters` (thread-safe); the servicer only deco
 names belong to this shard, maps errors to gRPC status codes and encodes replies, so the gRPC
 thread pool runs decoding/encoding of different requests in parallel.
 
-Status codes: FAILED_PRECONDITION for gradients before the model was pushed; INVALID_ARGUMENT
-for names that do not belong to this shard, unknown variables, wrong shapes or a corrupt
-tensor (or a pushed model that differs from the one held); UNIMPLEMENTED for embedding lookups
-(no embedding tables yet).
+Status codes: FAILED_PRECONDITION for gradients or embedding lookups before the model was
+pushed; INVALID_ARGUMENT for names that do not belong to this shard, unknown variables, wrong
+shapes or a corrupt tensor (or a pushed model that differs from the one held), for unknown
+embedding tables and for embedding ids that hash to another shard (`embedding_shard`).
+
+Embedding tables: declared by push_model (`Model.embedding_table_infos`, every shard gets all of
+them); `pull_embedding_vectors` (one table) and `pull_embedding_tables` (several) answer rows in
+the order of the ids asked for, creating missing rows; sparse gradients come with
+`push_gradients` (`embedding_gradients`) and follow the dense push's accept/reject decision.
 
 Checkpoints (`servicer_of`): with `checkpoint_dir` and `checkpoint_steps` set, the shard's state
 is captured under the store's lock when the model is pushed and whenever the version reaches a
@@ -33,8 +38,9 @@ from elasticdl.runtime import auth
 from elasticdl.runtime.job_config import GRPC_OPTIONS, JobConfig, host_port
 from elasticdl.runtime.ps import checkpoint
 from elasticdl.runtime.ps.checkpoint import CheckpointWriter
+from elasticdl.runtime.ps.embedding_table import TableSpec
 from elasticdl.runtime.ps.parameters import GradientPolicy, NotInitializedError, Parameters
-from elasticdl.runtime.ps.partition import ps_of
+from elasticdl.runtime.ps.partition import embedding_shard, ps_of
 from elasticdl.runtime.tensor_codec import decode, encode
 
 _log = logging.getLogger(__name__)
@@ -73,18 +79,23 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
         values = self._decode(request.dense_parameters, context, "model")
         self._check_shard(values, context, "model")
         try:
+            tables = [table_spec_of(info) for info in request.embedding_table_infos]
             created = self.parameters.initialize(
-                values, set(request.non_trainable), version=request.version
+                values,
+                set(request.non_trainable),
+                version=request.version,
+                embedding_tables=tables,
             )
         except (ValueError, TypeError) as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self._who()}: {error}")
         if created:
             params = sum(int(np.size(v)) for v in values.values())
             _log.info(
-                "%s initialized: %d variables (%d values), version %d",
+                "%s initialized: %d variables (%d values), %d embedding tables, version %d",
                 self._who(),
                 len(values),
                 params,
+                len(tables),
                 request.version,
             )
         return pb.Empty()
@@ -116,6 +127,13 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
         self._check_shard(gradients, context, "gradients")
         non_trainable = self._decode(request.non_trainable, context, "non-trainable values")
         self._check_shard(non_trainable, context, "non-trainable values")
+        sparse = {}
+        for part in request.embedding_gradients:
+            ids = self._decode_ids(part.ids, context, part.name)
+            try:
+                sparse[part.name] = (ids, decode(part.values))
+            except ValueError as error:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self._who()}: {error}")
         try:
             result = self.parameters.push_gradients(
                 gradients,
@@ -124,6 +142,7 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
                 records_end=request.records_end,
                 non_trainable=non_trainable,
                 lr_scale=request.learning_rate_scale or 1.0,
+                embedding_grads=sparse,
             )
         except NotInitializedError as error:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{self._who()}: {error}")
@@ -138,10 +157,51 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
     def pull_embedding_vectors(
         self, request: pb.PullEmbeddingVectorsRequest, context: grpc.ServicerContext
     ) -> pb.Tensor:
-        context.abort(
-            grpc.StatusCode.UNIMPLEMENTED,
-            f"{self._who()}: embedding tables are not supported yet (asked for {request.name!r})",
+        """Rows of one table, in the order of the ids (`id_tensor`, else `ids`)."""
+        if request.HasField("id_tensor"):
+            ids = self._decode_ids(request.id_tensor, context, request.name)
+        else:
+            ids = np.asarray(request.ids, dtype=np.int64)
+        return encode(request.name, self._lookup(request.name, ids, context))
+
+    def pull_embedding_tables(
+        self, request: pb.PullEmbeddingTablesRequest, context: grpc.ServicerContext
+    ) -> pb.PullEmbeddingTablesResponse:
+        """Rows of several tables: one answer tensor per ids tensor, same names and order."""
+        vectors = []
+        for tensor in request.ids:
+            ids = self._decode_ids(tensor, context, tensor.name)
+            vectors.append(encode(tensor.name, self._lookup(tensor.name, ids, context)))
+        return pb.PullEmbeddingTablesResponse(vectors=vectors)
+
+    def describe_embedding_tables(
+        self, request: pb.Empty, context: grpc.ServicerContext
+    ) -> pb.EmbeddingTablesDescription:
+        """The tables this shard holds and its rows of each."""
+        store = self.parameters.embeddings
+        rows = store.rows()
+        infos = [table_info_of(spec) for spec in store.specs()]
+        return pb.EmbeddingTablesDescription(
+            infos=infos,
+            rows=[rows[i.name] for i in infos],
+            restored_version=store.restored_version,
+            restored_rows=store.restored_rows,
         )
+
+    def read_embedding_rows(
+        self, request: pb.ReadEmbeddingRowsRequest, context: grpc.ServicerContext
+    ) -> pb.ReadEmbeddingRowsResponse:
+        """A page of a table's rows on this shard, in creation order."""
+        try:
+            ids, rows, total = self.parameters.embeddings.read(
+                request.name, request.start, request.limit
+            )
+        except ValueError as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self._who()}: {error}")
+        part = pb.EmbeddingSlices(
+            name=request.name, ids=encode(request.name, ids), values=encode(request.name, rows)
+        )
+        return pb.ReadEmbeddingRowsResponse(rows=part, total=total)
 
     def get_applied_progress(
         self, request: pb.AppliedProgressRequest, context: grpc.ServicerContext
@@ -152,6 +212,41 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
     # -- helpers --------------------------------------------------------------------------
     def _who(self) -> str:
         return f"parameter server {self.ps_id} of {self.num_ps}"
+
+    def _lookup(self, name: str, ids: np.ndarray, context: grpc.ServicerContext) -> np.ndarray:
+        if not self.parameters.initialized:
+            context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"{self._who()} has no model yet: push_model must come before embedding lookups",
+            )
+        try:
+            return self.parameters.lookup(name, ids)
+        except ValueError as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self._who()}: {error}")
+
+    def _decode_ids(self, tensor: Any, context: grpc.ServicerContext, name: str) -> np.ndarray:
+        """int64 ids of table `name` from a Tensor, checked to belong to this shard."""
+        try:
+            ids = decode(tensor)
+        except ValueError as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self._who()}: {error}")
+        if ids.dtype.kind not in "iu" or ids.ndim != 1:
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{self._who()}: ids of table {name!r} must be a 1-D int64 tensor, "
+                f"got {ids.dtype} of shape {ids.shape}",
+            )
+        ids = ids.astype(np.int64, copy=False)
+        if self.num_ps > 1 and ids.size:
+            foreign = np.flatnonzero(embedding_shard(ids, self.num_ps) != self.ps_id)
+            if foreign.size:
+                context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"{self._who()}: {foreign.size} ids of table {name!r} belong to other shards "
+                    f"(e.g. {int(ids[foreign[0]])}); do client and servers agree on the number "
+                    "of parameter servers?",
+                )
+        return ids
 
     def _decode(
         self, tensors: Any, context: grpc.ServicerContext, what: str
@@ -174,6 +269,27 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
                 f"{what} for variables not on {self._who()}: {foreign} "
                 "(do client and servers agree on the number of parameter servers?)",
             )
+
+
+def table_spec_of(info: pb.EmbeddingTableInfo) -> TableSpec:
+    """The `TableSpec` of a proto `EmbeddingTableInfo` (ValueError unless float32 rows)."""
+    if info.dtype not in (pb.DT_INVALID, pb.DT_FLOAT32):
+        raise ValueError(
+            f"embedding table {info.name!r}: rows of {pb.DataType.Name(info.dtype)} are not "
+            "supported; tables hold float32 rows"
+        )
+    return TableSpec(info.name, int(info.dim), info.initializer or "uniform", int(info.seed))
+
+
+def table_info_of(spec: TableSpec) -> pb.EmbeddingTableInfo:
+    """The proto `EmbeddingTableInfo` of a `TableSpec`."""
+    return pb.EmbeddingTableInfo(
+        name=spec.name,
+        dim=spec.dim,
+        initializer=spec.initializer,
+        dtype=pb.DT_FLOAT32,
+        seed=spec.seed,
+    )
 
 
 def policy_of(config: JobConfig) -> GradientPolicy:
@@ -209,6 +325,10 @@ def model_shapes(config: JobConfig) -> dict[str, tuple[int, ...]] | None:
 
 def restore_at_start(config: JobConfig, parameters: Parameters, ps_id: int) -> int | None:
     """Restore shard `ps_id` from the job's checkpoints, if any; returns the version restored.
+
+    The log line ("parameter server I of N restored version V from DIR...: ..., R embedding
+    rows in T tables {table: rows} (S s)") says what came back; `parameters.embeddings.rows()`
+    has the rows per table afterwards.
 
     `checkpoint_dir` with a valid checkpoint wins (a relaunched PS: the job's own, newest state);
     else `checkpoint_dir_for_init`, which must hold a valid checkpoint. The checkpoint is
@@ -248,9 +368,11 @@ def restore_at_start(config: JobConfig, parameters: Parameters, ps_id: int) -> i
     parameters.restore(state, source)
     values = sum(int(np.size(v)) for v in state.trainable.values())
     resharded = f", re-sharded from {loaded.num_ps}" if loaded.num_ps != config.num_ps else ""
+    rows = {name: int(e.ids.size) for name, e in state.embeddings.items()}
     _log.info(
         "parameter server %d of %d restored version %d from %s%s: %d trainable (%d values) and "
-        "%d non-trainable variables, %d optimizer slots, iterations %d (%.2f s)",
+        "%d non-trainable variables, %d optimizer slots, iterations %d, %d embedding rows in %d "
+        "tables%s (%.2f s)",
         ps_id,
         config.num_ps,
         loaded.version,
@@ -261,6 +383,9 @@ def restore_at_start(config: JobConfig, parameters: Parameters, ps_id: int) -> i
         len(state.non_trainable),
         len(state.slots),
         state.iterations,
+        sum(rows.values()),
+        len(rows),
+        f" {rows}" if rows else "",
         time.perf_counter() - start,
     )
     return loaded.version

@@ -8,6 +8,10 @@ rejected; the worker pulls and recomputes the same minibatch.
 
 Records flow through the spec's `dataset_fn` in the task's visiting order (a seeded
 permutation of the shard, see `order.py`), through pipelines traced once (`pipeline.py`).
+
+A model with PS-backed embedding tables (`elasticdl.layers.Embedding`) declares its tables
+with the model push, and per minibatch pulls the rows of the ids it uses and pushes their
+gradients with the dense ones (`sparse.py`).
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ class Trainer:
         self._metadata: dict[str, DatasetMetadata] = {}
         self._pipelines = TaskPipelines(self.instance.dataset_fn, config.minibatch_size)
         self._step: Callable[..., Any] | None = None
+        self._sparse: Any = None
+        self._background: Any = None
         self._eval_metrics: Any = None
 
     # -- model and parameters --------------------------------------------------------------------
@@ -100,14 +106,31 @@ class Trainer:
         self._step = step
         self._predict = predict
         self._assign_all = assign_all
+        self._tables: list[Any] = []
+        from elasticdl.runtime.embedding.tables import embedding_layers, table_specs
+
+        if embedding_layers(model):
+            from elasticdl.runtime.worker.sparse import SparseFunctions
+
+            self._sparse = SparseFunctions(model, loss_fn, variables, state)
+            self._predict = self._sparse.predictor(self.ps)
+            self._tables = table_specs(model)
         pairs = zip(self._all_names, everything, strict=True)
         self._values = {n: np.asarray(v.numpy()) for n, v in pairs}
         self._built = True
         result = self.ps.pull(self._versions)
         if not result.initialized:
-            self.ps.push_model(dict(self._values), set(self._state_names))
+            self._push_model()
             log.info("worker %d initialized the parameter servers", self.worker_id)
         self._pull(force=True)
+
+    def _push_model(self) -> None:
+        if self._tables:
+            self.ps.push_model(
+                dict(self._values), set(self._state_names), embedding_tables=self._tables
+            )
+        else:
+            self.ps.push_model(dict(self._values), set(self._state_names))
 
     def _pull(self, force: bool = False) -> None:
         """Refresh the local copy from the shards that have a newer version (one TF call)."""
@@ -120,7 +143,7 @@ class Trainer:
             # A shard came back empty (relaunched before its first checkpoint): seed it again
             # from this replica, the freshest copy there is. The first push wins.
             log.warning("worker %d: a PS shard has no parameters; pushing ours", self.worker_id)
-            self.ps.push_model(dict(self._values), set(self._state_names))
+            self._push_model()
             result = self.ps.pull([-1] * len(self._versions))
             if not result.initialized:
                 raise RuntimeError("the parameter servers lost their parameters")
@@ -184,8 +207,19 @@ class Trainer:
     ) -> BatchResult:
         """Compute and push one minibatch's gradients; retry on stale rejection (sync mode)."""
         for _ in range(MAX_STALE_RETRIES):
-            self._pull()
-            loss, gradients, state = self._step(features, labels)
+            sparse: dict[str, Any] = {}
+            if self._sparse is None:
+                self._pull()
+                loss, gradients, state = self._step(features, labels)
+            else:
+                unique, index, rows = self._sparse_inputs(features)
+                loss, gradients, state, row_grads = self._sparse.step(features, labels, rows, index)
+                sparse = {
+                    "embedding_grads": {
+                        t: (unique[t], g.numpy())
+                        for t, g in zip(self._sparse.tables, row_grads, strict=True)
+                    }
+                }
             loss_value = float(loss)
             if not math.isfinite(loss_value):
                 return BatchResult(records, loss_value, finite=False)
@@ -201,6 +235,7 @@ class Trainer:
                 task_id=task_id,
                 records_end=records_end,
                 non_trainable=state_values,
+                **sparse,
             )
             self._values.update(state_values)
             if any(
@@ -222,6 +257,21 @@ class Trainer:
             f"gradients rejected as stale {MAX_STALE_RETRIES} times in a row; "
             "lower --grads_to_wait or use --use_async"
         )
+
+    def _sparse_inputs(self, features: Any) -> tuple[Any, Any, Any]:
+        """(unique ids, positions, rows) of each table for `features`. The dense pull (when
+        stale) runs meanwhile on another thread: the two round trips overlap."""
+        if self._background is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._background = ThreadPoolExecutor(max_workers=1)
+        pending = self._background.submit(self._pull)
+        try:
+            unique, index = self._sparse.gather_ids(features)
+            rows = self._sparse.pull_rows(self.ps, unique)
+        finally:
+            pending.result()
+        return unique, index, rows
 
     def evaluate(self, records: list[bytes], metadata: DatasetMetadata) -> dict[str, np.ndarray]:
         """Additive metric state of the latest model on `records` (see runtime/metrics.py)."""

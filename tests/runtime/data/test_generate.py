@@ -177,7 +177,7 @@ def test_failed_generation_leaves_nothing(tmp_path, monkeypatch):
         (
             {"name": "mnist"},
             ValueError,
-            "unknown dataset 'mnist'; valid names: cifar10-synthetic, classification, digits, "
+            "unknown dataset 'mnist'; valid names: cifar10-synthetic, classification, ctr, digits, "
             "regression",
         ),
         ({"num_records": 0}, ValueError, "num_records must be a positive"),

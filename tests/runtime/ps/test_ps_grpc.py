@@ -161,7 +161,8 @@ def test_bad_names_are_invalid_arguments_naming_them(shards, model):
         )
         with pytest.raises(grpc.RpcError) as rpc:
             stub.pull_embedding_vectors(pb.PullEmbeddingVectorsRequest(name="e"))
-        assert rpc.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        assert rpc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "no embedding table named 'e'" in rpc.value.details()
     # the shard that refused applied nothing (a push is not atomic across shards)
     assert client.pull().versions[ps_of("no/such/kernel", 2)] == 0
 

@@ -1,0 +1,5 @@
+"""`elasticdl.layers.embedding.Embedding`: the PS-backed embedding layer."""
+
+from elasticdl.runtime.embedding.layer import Embedding
+
+__all__ = ["Embedding"]

@@ -49,6 +49,7 @@ from hera.workflows import (
     NoneArchiveStrategy,
     Parameter,
     Resources,
+    SecretEnv,
     SecretVolume,
     Task,
     Workflow,
@@ -204,7 +205,8 @@ def _container(step: Step, opts: ArgoOptions) -> Container:
         command=list(step.argv_command),
         args=[names.tag(arg) for arg in step.argv_args(Engine.ARGO)],
         env=[Env(name=k, value=v) for k, v in step.env]
-        + (_POD_IDENTITY if step.long_running else []),
+        + (_POD_IDENTITY if step.long_running else [])
+        + [_secret_env(variable.env, variable.param) for variable in step.secret_env],
         inputs=[Parameter(name=n) for n in names.inputs] or None,
         outputs=outputs or None,
         volumes=volumes or None,
@@ -215,6 +217,25 @@ def _container(step: Step, opts: ArgoOptions) -> Container:
         ),
         active_deadline_seconds=opts.job_deadline_seconds if step.long_running else None,
         retry_strategy=retry_strategy(step.retry, opts.retry_limit),
+    )
+
+
+_NO_SECRET = "elasticdl-no-db-secret"
+
+
+def _secret_env(env: str, param: str) -> SecretEnv:
+    """`env` from the Secret key that parameter `param` names as NAME:KEY. Argo substitutes
+    both parts at run time (sprig's splitList); with `param` empty they name a Secret nobody
+    creates, and `optional` leaves the variable unset (an empty Secret name is invalid)."""
+    variable = f"workflow.parameters.{param}"
+
+    def part(index: int, otherwise: str) -> str:
+        return (
+            f"{{{{={variable} == '' ? '{otherwise}' : sprig.splitList(':', {variable})[{index}]}}}}"
+        )
+
+    return SecretEnv(
+        name=env, secret_name=part(0, _NO_SECRET), secret_key=part(1, "password"), optional=True
     )
 
 
@@ -251,7 +272,13 @@ def arguments(
     """The workflow's parameters: every pipeline parameter, with its value when it has one
     (`only_given`: just those with a value).
 
-    `for_ui` (templates) adds each parameter's description and enum."""
+    `for_ui` (templates) adds each parameter's description and enum. A --db URL with a
+    password is refused (ValueError pointing to --db_secret): YAML never holds one."""
+    from elasticdl.runtime.sql.credentials import password_refusal
+
+    refusal = password_refusal(values.get("db", ""))
+    if refusal:
+        raise ValueError(refusal)
     result = []
     for param in pipeline.params_on(Engine.ARGO):
         if only_given and param.name not in values:

@@ -135,7 +135,7 @@ def test_lint_prints_one_line_per_problem_and_exits_1(capsys, monkeypatch, tmp_p
     assert status == 1 and "cannot read" in out
 
 
-def test_render_validates_what_it_prints_and_warns_about_passwords(capsys):
+def test_render_validates_what_it_prints_and_refuses_passwords(capsys):
     status, out, err = elasticdl(capsys, "render", "train", *TRAIN, "--master_cpu=two")
     assert status == 2 and "--master_cpu 'two' is not a Kubernetes quantity" in err
     status, out, err = elasticdl(
@@ -153,4 +153,4 @@ def test_render_validates_what_it_prints_and_warns_about_passwords(capsys):
         "--trained_model=gs://b/m",
         "--output_table=t2",
     )
-    assert status == 0 and "--db holds a password" in err and "secret" not in err
+    assert status == 2 and out == "" and "--db_secret NAME:KEY" in err and "secret@" not in err

@@ -68,6 +68,7 @@ from elasticdl.workflows.values import (
     RunName,
     TaskOutput,
     Value,
+    check_user_value,
     has_task_output,
 )
 
@@ -122,6 +123,16 @@ class ArgoOptions:
         for name in ("deadline_seconds", "job_deadline_seconds"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"--{name} must be > 0, got {getattr(self, name)}")
+        if self.namespace is not None:
+            _check_name("namespace", self.namespace, _DNS_LABEL, 63, "a namespace", "'-'")
+        _check_name(
+            "service_account",
+            self.service_account,
+            _DNS_SUBDOMAIN,
+            253,
+            "a ServiceAccount",
+            "'-' and '.'",
+        )
         if self.retry_limit < 0:
             raise ValueError(f"--retry_limit must be >= 0, got {self.retry_limit}")
         for name, example in (("master_cpu", "500m or 2"), ("master_memory", "512Mi or 4Gi")):
@@ -130,6 +141,23 @@ class ArgoOptions:
                     f"--{name} {getattr(self, name)!r} is not a Kubernetes quantity "
                     f"(e.g. {example})"
                 )
+
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def _check_name(
+    flag: str, value: str, pattern: re.Pattern[str], limit: int, what: str, others: str
+) -> None:
+    """ValueError (one line) unless `value` is a Kubernetes name of `pattern`: these fields
+    are written verbatim into the YAML, where Argo would also evaluate a '{{'."""
+    check_user_value(flag, value)
+    if len(value) > limit or not pattern.fullmatch(value):
+        raise ValueError(
+            f"--{flag} {value!r} is not {what} name (lowercase letters, digits and {others}, "
+            f"at most {limit} characters)"
+        )
 
 
 def _input_name(leaf: Value) -> str:

@@ -701,3 +701,17 @@ def test_sql_statements_submit_their_pipelines(argo, capsys):
     assert argo.requests == []
     with pytest.raises(SystemExit):  # unknown flags are an argparse error without argo
         main(["sql", "SELECT 1", "--db=sqlite://", "--bogus"])
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        (["--service_account=sa{{workflow.name}}"], "contains '{{'"),
+        (["--service_account=Not_A_Name"], "is not a ServiceAccount name"),
+        (["--namespace=ns{{workflow.name}}"], "is not a Kubernetes namespace name"),
+    ],
+)
+def test_submit_checks_the_service_account_and_namespace(argo, capsys, flags, expected):
+    status, out, err = run(capsys, "train", *TRAIN_FLAGS, f"--argo_server={argo.url}", *flags)
+    assert (status, out) == (2, "") and expected in err and err.count("\n") == 1
+    assert argo.requests == []

@@ -143,3 +143,17 @@ def test_rendered_yaml_lints_with_the_secret():
     docs = render_objects("predict", values, kind="template")
     assert lint_documents(docs, source="t") == []
     assert yaml.safe_load(to_yaml(docs))["kind"] == "WorkflowTemplate"
+
+
+def test_the_local_engine_refuses_db_secret(tmp_path):
+    import elasticdl
+
+    with pytest.raises(ValueError, match="--db_secret names a Kubernetes Secret, for --engine"):
+        elasticdl.train(
+            model_def="regressor.DNN",
+            sql="SELECT a, b FROM t",
+            db=f"sqlite:///{tmp_path / 'x.db'}",
+            db_secret="hr-db:password",
+            output=str(tmp_path / "m"),
+        )
+    assert not (tmp_path / "x.db").exists()

@@ -3,7 +3,8 @@
 Two limits, whichever is lower (and never above `scaling.MAX_WORKERS`):
 
 * the tasks of one epoch (training: the planned tasks per epoch; prediction: the prediction
-  tasks): a worker beyond them would only wait for work;
+  tasks): a worker beyond them would only wait for work. The default --num_workers (2) is
+  always allowed, so a tiny table still runs with the defaults;
 * on the local engine (workers and PS as processes on this machine), the processes that fit in
   `MEMORY_SHARE` of the memory available now (MemAvailable in /proc/meminfo; elsewhere
   os.sysconf), at `WORKER_BYTES` per worker and `PS_BYTES` per PS. Without it, `--num_workers
@@ -29,8 +30,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from elasticdl.runtime.job_options import TRAIN, by_name
 from elasticdl.runtime.master.scaling import MAX_WORKERS
 
+DEFAULT_WORKERS = by_name(TRAIN)["num_workers"].default
+"""--num_workers when not given: always allowed by the tasks bound (prediction's is the same)."""
 MIB = 1 << 20
 WORKER_BYTES = 256 * MIB
 """Memory one more local worker process takes (measured: see the module documentation)."""
@@ -70,11 +74,22 @@ def processes_fit(
 
 
 def worker_bound(
-    tasks: int, tasks_what: str, num_ps: int = 0, available_bytes: int | None = None
+    tasks: int,
+    tasks_what: str,
+    num_ps: int = 0,
+    available_bytes: int | None = None,
+    always_allowed: int = 1,
 ) -> WorkerBound:
-    """The lowest of: the job limit, `tasks` (described as `tasks_what`), and with
-    `available_bytes` (the local engine) the workers that memory holds."""
-    bounds = [JOB_LIMIT, WorkerBound(tasks, f"the {tasks} {tasks_what}")]
+    """The lowest of: the job limit, `tasks` (described as `tasks_what`) but never below
+    `always_allowed` (the default --num_workers: a tiny table runs with the defaults), and
+    with `available_bytes` (the local engine) the workers that memory holds."""
+    by_tasks = WorkerBound(tasks, f"the {tasks} {tasks_what}")
+    if tasks < always_allowed:
+        by_tasks = WorkerBound(
+            always_allowed,
+            f"the {tasks} {tasks_what} (the default of {always_allowed} is always allowed)",
+        )
+    bounds = [JOB_LIMIT, by_tasks]
     if available_bytes is not None:
         fit = processes_fit(available_bytes, num_ps)
         bounds.append(
@@ -120,6 +135,7 @@ def job_bound(options: Any, tasks: int, tasks_what: str, manager_factory: Any) -
 
     local = manager_factory is LocalInstanceManager
     num_ps = getattr(options, "num_ps", 0)
-    bound = worker_bound(tasks, tasks_what, num_ps, available_memory() if local else None)
+    memory = available_memory() if local else None
+    bound = worker_bound(tasks, tasks_what, num_ps, memory, DEFAULT_WORKERS)
     check_num_workers(options.num_workers, bound)
     return bound

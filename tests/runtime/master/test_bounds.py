@@ -45,10 +45,12 @@ def test_processes_fit(available, num_ps, expected):
         (16, 24 * GIB, 1, 16, "the 16 tasks in an epoch"),
         (500, 24 * GIB, 1, 75, "the worker processes this machine's memory holds (24.0 GiB"),
         (500, 1 * GIB, 1, 2, "the worker processes this machine's memory holds (1.0 GiB"),
+        (1, None, 1, 2, "the 1 tasks in an epoch (the default of 2 is always allowed)"),
+        (2, None, 1, 2, "the 2 tasks in an epoch"),
     ],
 )
 def test_worker_bound(tasks, available, num_ps, limit, reason_starts):
-    bound = worker_bound(tasks, "tasks in an epoch", num_ps, available)
+    bound = worker_bound(tasks, "tasks in an epoch", num_ps, available, always_allowed=2)
     assert bound.limit == limit and bound.reason.startswith(reason_starts)
 
 
@@ -84,6 +86,19 @@ def test_a_job_with_more_workers_than_tasks_is_refused_before_anything_starts(tm
         "--num_workers 5 is more than 4, the 4 tasks in an epoch; give --num_workers 4 or fewer"
     )
     assert not (tmp_path / "model").exists() and not list(Path(logs).glob("*.log"))
+
+
+def test_a_tiny_job_runs_with_the_default_workers(tmp_path):
+    data = tmp_path / "data"
+    gen.generate("regression", str(data), 64, records_per_file=64)
+    result = elasticdl.train(
+        model_def="regressor.DNN",
+        params="hidden_units=[4]",
+        data=str(data),
+        output=str(tmp_path / "model"),
+        log_dir=str(tmp_path / "logs"),
+    )
+    assert result.succeeded, result.error
 
 
 def test_a_local_job_with_more_workers_than_memory_holds_is_refused(tmp_path):

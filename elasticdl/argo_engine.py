@@ -257,7 +257,6 @@ def build_workflow(args: argparse.Namespace, job: str) -> dict[str, Any]:
         problems = []
     if problems:
         raise ValueError(f"the workflow does not validate: {problems[0]}")
-    _warn_about_passwords(values, job)
     return workflow
 
 
@@ -265,18 +264,6 @@ def _is_dns_label(text: str) -> bool:
     import re
 
     return re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", text) is not None
-
-
-def _warn_about_passwords(values: dict[str, str], job: str) -> None:
-    from elasticdl.runtime.sql.convert import redact_url
-
-    db = values.get("db")
-    if db and redact_url(db) != db:
-        print(
-            f"elasticdl {job}: warning: --db holds a password, which Argo stores in the "
-            "workflow's parameters (visible in the UI and the API); prefer a URL without one",
-            file=sys.stderr,
-        )
 
 
 def submit_job(args: argparse.Namespace, job: str) -> int:

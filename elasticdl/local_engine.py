@@ -31,6 +31,11 @@ def run_pipeline(job: str, args: argparse.Namespace, options: Any) -> Any:
             f"--engine {engine!r} is not available here; use --engine local (the Argo engine "
             f"submits with `elasticdl {job} --engine argo` or renders with `elasticdl render`)"
         )
+    if getattr(args, "db_secret", ""):
+        raise ValueError(
+            "--db_secret names a Kubernetes Secret, for --engine argo; on this machine give "
+            "the password in the --db URL"
+        )
     options.validate()
     data = getattr(args, "training_data", getattr(args, "data", None))
     check_data_source(data, args.sql, args.db)

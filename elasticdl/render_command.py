@@ -164,7 +164,6 @@ def render(args: argparse.Namespace) -> str:
     objects = render_objects(
         args.render_what, values, kind=args.kind, options=options, schedule=schedule
     )
-    _warn_about_passwords(values)
     return to_yaml(_validated(objects, args.argo_version))
 
 
@@ -181,18 +180,6 @@ def _validated(objects: list[dict[str, Any]], argo_version: str) -> list[dict[st
     if problems:
         raise ValueError(f"the rendered YAML does not validate: {problems[0]}")
     return objects
-
-
-def _warn_about_passwords(values: dict[str, Any]) -> None:
-    from elasticdl.runtime.sql.convert import redact_url
-
-    db = values.get("db")
-    if db and redact_url(db) != db:
-        print(
-            "elasticdl render: warning: --db holds a password, which Argo stores in the "
-            "workflow's parameters (visible in the UI and the API); prefer a URL without one",
-            file=sys.stderr,
-        )
 
 
 def _check_timezone(timezone: str) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from elasticdl.runtime.master.scaling import ScaleRefused
+from elasticdl.runtime.master.scaling import MAX_WORKERS, ScaleRefused
 
 EXIT_REFUSED = 1
 
@@ -56,6 +56,11 @@ def run_scale(args: argparse.Namespace) -> int:
         raise ValueError("give the job's name (Kubernetes) or --master HOST:PORT, one of them")
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    if args.workers > MAX_WORKERS:
+        raise ValueError(
+            f"--workers {args.workers} is more than {MAX_WORKERS}, the limit for one job (the "
+            "master also refuses more than the tasks of an epoch or its machine's memory holds)"
+        )
     if args.master and not args.secret_file:
         raise ValueError(
             "--master needs --secret_file: the job's log directory (it logged 'master on "

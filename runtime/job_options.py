@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -353,7 +354,48 @@ _SQL = _sql_input(
     "sql", "A SELECT whose rows are the input (instead of --data); needs --db and --work_dir"
 )
 _DB = _sql_input(
-    "db", "SQLAlchemy URL of the database --sql reads, e.g. postgresql+psycopg://u:pw@host/db"
+    "db",
+    "SQLAlchemy URL of the database --sql reads, e.g. postgresql+psycopg://u@host/db (on Argo "
+    "without its password: give that with --db_secret)",
+)
+
+_SECRET_NAME = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_SECRET_KEY = r"[-._a-zA-Z0-9]+"
+
+
+def split_db_secret(text: str) -> tuple[str, str]:
+    """`NAME:KEY` of --db_secret as (Secret name, key); ValueError (one line) unless NAME is a
+    Kubernetes Secret name (a DNS-1123 subdomain) and KEY a Secret key ([-._a-zA-Z0-9]+)."""
+    name, sep, key = text.partition(":")
+    usage = "give NAME:KEY, a Kubernetes Secret and the key holding the database password"
+    if not sep:
+        raise ValueError(f"--db_secret {text!r}: {usage}")
+    if len(name) > 253 or not re.fullmatch(_SECRET_NAME, name):
+        raise ValueError(
+            f"--db_secret {text!r}: {name!r} is not a Secret name (lowercase letters, digits, "
+            "'-' and '.', at most 253 characters); " + usage
+        )
+    if len(key) > 253 or key in (".", "..") or not re.fullmatch(_SECRET_KEY, key):
+        raise ValueError(
+            f"--db_secret {text!r}: {key!r} is not a Secret key (letters, digits, '-', '_' "
+            "and '.'); " + usage
+        )
+    return name, key
+
+
+def _check_db_secret(text: str) -> None:
+    if text:
+        split_db_secret(text)
+
+
+_DB_SECRET = Option(
+    "db_secret",
+    "NAME:KEY of a Kubernetes Secret holding the --db password (Argo): the steps that connect "
+    "read it through secretKeyRef, so it is never written into the workflow",
+    group=_SQL_GROUP,
+    engines=ARGO_ONLY,
+    takes=frozenset({CLI}),
+    validate=_check_db_secret,
 )
 
 TRAIN: tuple[Option, ...] = (
@@ -443,6 +485,7 @@ TRAIN: tuple[Option, ...] = (
     ),
     _SQL,
     _DB,
+    _DB_SECRET,
     _sql_input("label", "The label column of the --sql rows"),
     Option(
         "checkpoint_steps",
@@ -557,7 +600,7 @@ TRAIN: tuple[Option, ...] = (
 )
 """`elasticdl train`, `elasticdl.train(...)`, the train step and the train pipeline."""
 
-_PREDICT_ONLY = ("output", "output_format", "keep_columns", "engine")
+_PREDICT_ONLY = ("output", "output_format", "keep_columns", "engine", "db_secret")
 
 PREDICT: tuple[Option, ...] = (
     Option(
@@ -569,6 +612,7 @@ PREDICT: tuple[Option, ...] = (
     ),
     _SQL,
     _DB,
+    _DB_SECRET,
     Option(
         "trained_model",
         "The --output of a training job (a model URL)",

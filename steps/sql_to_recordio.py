@@ -10,14 +10,21 @@ status 2 with one line on stderr for bad input (the URL's password never appears
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from elasticdl.runtime.sql.convert import ConversionResult, convert
+from elasticdl.runtime.sql.credentials import database_url
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", required=True, help="SQLAlchemy URL, e.g. sqlite:///hr.db")
+    parser.add_argument(
+        "--db_secret",
+        default="",
+        help="NAME:KEY of the Secret whose key the step gets as $ELASTICDL_DB_PASSWORD",
+    )
     parser.add_argument("--sql", required=True, help='the query, e.g. "SELECT a, b FROM t"')
     parser.add_argument("--output", required=True, help="new directory (URL) for the files")
     parser.add_argument("--records_per_file", type=int, default=100_000)
@@ -61,7 +68,7 @@ def run(
 
 def run_from_args(args: argparse.Namespace) -> ConversionResult:
     return run(
-        args.db,
+        database_url(args.db, args.db_secret, os.environ),
         args.sql,
         args.output,
         args.records_per_file,

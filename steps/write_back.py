@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -114,6 +115,11 @@ def run(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", required=True, help="SQLAlchemy URL, e.g. sqlite:///hr.db")
+    parser.add_argument(
+        "--db_secret",
+        default="",
+        help="NAME:KEY of the Secret whose key the step gets as $ELASTICDL_DB_PASSWORD",
+    )
     parser.add_argument("--table", required=True, help="the table the rows go into")
     parser.add_argument("--column", default="prediction", help="the prediction column")
     parser.add_argument("--predictions", required=True, help="the prediction job's --output")
@@ -122,7 +128,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_from_args(args: argparse.Namespace) -> WriteBackResult:
-    return run(args.db, args.table, args.column, args.predictions, args.data, args.key)
+    from elasticdl.runtime.sql.credentials import database_url
+
+    db = database_url(args.db, args.db_secret, os.environ)
+    return run(db, args.table, args.column, args.predictions, args.data, args.key)
 
 
 def _finish(args: argparse.Namespace, result: Any) -> int:
@@ -133,12 +142,16 @@ def _finish(args: argparse.Namespace, result: Any) -> int:
 def _what(args: argparse.Namespace, err: BaseException) -> str:
     """The error with the database password redacted."""
     from elasticdl.runtime.sql.convert import redact_url
+    from elasticdl.runtime.sql.credentials import PASSWORD_ENV
 
+    secret = os.environ.get(PASSWORD_ENV) if args.db_secret else None
     if isinstance(err, ValueError):
         message = str(err).replace(args.db, redact_url(args.db)) if args.db else str(err)
-        return f"error: {message}"
-    reason = str(getattr(err, "orig", None) or err).splitlines()[0]
-    return f"database error on {redact_url(args.db)}: {reason}"
+    else:
+        reason = str(getattr(err, "orig", None) or err).splitlines()[0]
+        message = f"database error on {redact_url(args.db)}: {reason}"
+    message = message.replace(secret, "***") if secret else message
+    return message if message.startswith("database error") else f"error: {message}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -49,6 +49,7 @@ from hera.workflows import (
     NoneArchiveStrategy,
     Parameter,
     Resources,
+    SecretEnv,
     SecretVolume,
     Task,
     Workflow,
@@ -67,6 +68,7 @@ from elasticdl.workflows.values import (
     RunName,
     TaskOutput,
     Value,
+    check_user_value,
     has_task_output,
 )
 
@@ -121,6 +123,16 @@ class ArgoOptions:
         for name in ("deadline_seconds", "job_deadline_seconds"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"--{name} must be > 0, got {getattr(self, name)}")
+        if self.namespace is not None:
+            _check_name("namespace", self.namespace, _DNS_LABEL, 63, "a namespace", "'-'")
+        _check_name(
+            "service_account",
+            self.service_account,
+            _DNS_SUBDOMAIN,
+            253,
+            "a ServiceAccount",
+            "'-' and '.'",
+        )
         if self.retry_limit < 0:
             raise ValueError(f"--retry_limit must be >= 0, got {self.retry_limit}")
         for name, example in (("master_cpu", "500m or 2"), ("master_memory", "512Mi or 4Gi")):
@@ -129,6 +141,23 @@ class ArgoOptions:
                     f"--{name} {getattr(self, name)!r} is not a Kubernetes quantity "
                     f"(e.g. {example})"
                 )
+
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def _check_name(
+    flag: str, value: str, pattern: re.Pattern[str], limit: int, what: str, others: str
+) -> None:
+    """ValueError (one line) unless `value` is a Kubernetes name of `pattern`: these fields
+    are written verbatim into the YAML, where Argo would also evaluate a '{{'."""
+    check_user_value(flag, value)
+    if len(value) > limit or not pattern.fullmatch(value):
+        raise ValueError(
+            f"--{flag} {value!r} is not {what} name (lowercase letters, digits and {others}, "
+            f"at most {limit} characters)"
+        )
 
 
 def _input_name(leaf: Value) -> str:
@@ -204,7 +233,8 @@ def _container(step: Step, opts: ArgoOptions) -> Container:
         command=list(step.argv_command),
         args=[names.tag(arg) for arg in step.argv_args(Engine.ARGO)],
         env=[Env(name=k, value=v) for k, v in step.env]
-        + (_POD_IDENTITY if step.long_running else []),
+        + (_POD_IDENTITY if step.long_running else [])
+        + [_secret_env(variable.env, variable.param) for variable in step.secret_env],
         inputs=[Parameter(name=n) for n in names.inputs] or None,
         outputs=outputs or None,
         volumes=volumes or None,
@@ -215,6 +245,25 @@ def _container(step: Step, opts: ArgoOptions) -> Container:
         ),
         active_deadline_seconds=opts.job_deadline_seconds if step.long_running else None,
         retry_strategy=retry_strategy(step.retry, opts.retry_limit),
+    )
+
+
+_NO_SECRET = "elasticdl-no-db-secret"
+
+
+def _secret_env(env: str, param: str) -> SecretEnv:
+    """`env` from the Secret key that parameter `param` names as NAME:KEY. Argo substitutes
+    both parts at run time (sprig's splitList); with `param` empty they name a Secret nobody
+    creates, and `optional` leaves the variable unset (an empty Secret name is invalid)."""
+    variable = f"workflow.parameters.{param}"
+
+    def part(index: int, otherwise: str) -> str:
+        return (
+            f"{{{{={variable} == '' ? '{otherwise}' : sprig.splitList(':', {variable})[{index}]}}}}"
+        )
+
+    return SecretEnv(
+        name=env, secret_name=part(0, _NO_SECRET), secret_key=part(1, "password"), optional=True
     )
 
 
@@ -251,7 +300,13 @@ def arguments(
     """The workflow's parameters: every pipeline parameter, with its value when it has one
     (`only_given`: just those with a value).
 
-    `for_ui` (templates) adds each parameter's description and enum."""
+    `for_ui` (templates) adds each parameter's description and enum. A --db URL with a
+    password is refused (ValueError pointing to --db_secret): YAML never holds one."""
+    from elasticdl.runtime.sql.credentials import password_refusal
+
+    refusal = password_refusal(values.get("db", ""))
+    if refusal:
+        raise ValueError(refusal)
     result = []
     for param in pipeline.params_on(Engine.ARGO):
         if only_given and param.name not in values:

@@ -55,11 +55,13 @@ from elasticdl import __version__
 from elasticdl.runtime import job_options
 from elasticdl.runtime.k8s import manifests
 from elasticdl.runtime.k8s.options import KUBERNETES, KubernetesOptions
+from elasticdl.runtime.sql.credentials import PASSWORD_ENV
 from elasticdl.workflows.parameters import Check, PipelineParam, Rule
 from elasticdl.workflows.pipeline import Pipeline
 from elasticdl.workflows.steps import (
     ARGO_ONLY,
     Engine,
+    SecretEnv,
     SecretMount,
     Step,
     StepOutput,
@@ -168,6 +170,11 @@ def _input_checks(*sql_checks: Check) -> tuple[Check, ...]:
         Check(All(IsEmpty("data"), IsEmpty("sql")), "give --data (RecordIO) or --sql and --db"),
         Check(All(IsSet("data"), IsSet("sql")), "give either --data or --sql, not both"),
         Check(All(IsSet("sql"), IsEmpty("db")), "--sql needs --db (a SQLAlchemy URL)"),
+        Check(
+            All(IsSet("db_secret"), IsEmpty("sql")),
+            "--db_secret applies to --sql input (it holds the password of --db)",
+            engines=ARGO_ONLY,
+        ),
         *sql_checks,
         Check(
             All(IsSet("sql"), IsEmpty("work_dir")),
@@ -259,6 +266,14 @@ def _kubernetes_rule(with_ps: bool) -> Rule:
     return Rule(names, _kubernetes_problem, engines=ARGO_ONLY)
 
 
+_DB_PASSWORD = {
+    "secret_env": (SecretEnv(PASSWORD_ENV, "db_secret"),),
+    "argo_args": (flag("db_secret", Param("db_secret")),),
+}
+"""What a step that connects to --db gets on Argo: the --db_secret key as $ELASTICDL_DB_PASSWORD
+and the flag that tells it to use it (runtime/sql/credentials.py)."""
+
+
 def _runtime(name: str, description: str, args: tuple, **kwargs) -> Step:
     return Step(
         name=name,
@@ -279,7 +294,8 @@ def train_pipeline() -> Pipeline:
     job_image = Choice(IsSet("image"), Param("image"), TaskOutput("build-image", "image"))
     train = job_options.TRAIN
     params = (
-        *_job_params(train, "model_def", "model_zoo", "params", "data", "sql", "db", "label"),
+        *_job_params(train, "model_def", "model_zoo", "params", "data", "sql", "db", "db_secret"),
+        *_job_params(train, "label"),
         *_job_params(train, "validation_data", "output"),
         PipelineParam(
             "versioned",
@@ -382,6 +398,7 @@ def train_pipeline() -> Pipeline:
             when=IsSet("sql"),
             # Locally an empty --label means the last selected column, as in `elasticdl sql`.
             local_args=(Lit("--label_last=true"),),
+            **_DB_PASSWORD,
         ),
         _job_step(
             "train",
@@ -482,7 +499,7 @@ def predict_pipeline() -> Pipeline:
     )
     predict = job_options.PREDICT
     params = (
-        *_job_params(predict, "data", "sql", "db", "trained_model", "output"),
+        *_job_params(predict, "data", "sql", "db", "db_secret", "trained_model", "output"),
         PipelineParam(
             "versioned",
             "true: write each run's predictions under OUTPUT/runs/<run> (what a schedule needs: "
@@ -516,6 +533,7 @@ def predict_pipeline() -> Pipeline:
             "Convert the rows of --sql into RecordIO under the run's work directory",
             (flag("db", Param("db")), flag("sql", Param("sql")), flag("output", converted)),
             when=IsSet("sql"),
+            **_DB_PASSWORD,
         ),
         Step(
             name="resolve-image",
@@ -564,6 +582,7 @@ def predict_pipeline() -> Pipeline:
             ),
             when=IsSet("output_table"),
             after=("predict",),
+            **_DB_PASSWORD,
         ),
     )
     checks = (

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 
-from elasticdl.workflows.values import Cond, Join, Lit, Out, Value
+from elasticdl.workflows.values import Cond, Join, Lit, Out, Param, Value
 
 
 class Retry(Enum):
@@ -48,6 +48,16 @@ class SecretMount:
 
 
 @dataclass(frozen=True)
+class SecretEnv:
+    """On Argo, environment variable `env` from a key of a Kubernetes Secret: parameter
+    `param` holds NAME:KEY (`job_options.split_db_secret`); empty, the variable stays unset.
+    The local engine sets nothing (there is no Secret)."""
+
+    env: str
+    param: str
+
+
+@dataclass(frozen=True)
 class Step:
     """One step of a pipeline.
 
@@ -77,6 +87,7 @@ class Step:
     """More argv elements, on Argo only: flags that mean nothing on this machine (the pods'
     image, resources, node selector... of a job whose master creates pods). The local engine
     never passes them, so the step's local argv stays what the local run needs."""
+    secret_env: tuple[SecretEnv, ...] = ()
     local_args: tuple[Value, ...] = ()
     """More argv elements on the local engine only: the job options that are parameters of
     the local engine alone (`PipelineParam.local_only`: chaos, seed, ...)."""
@@ -105,6 +116,8 @@ class Step:
         yield from self.local_args
         for mount in self.secrets:
             yield mount.secret
+        for variable in self.secret_env:
+            yield Param(variable.param)
 
     def argv_args(self, engine: Engine) -> tuple[Value, ...]:
         """The arguments on `engine`: `args`, plus `argo_args` on Argo, `local_args` here."""

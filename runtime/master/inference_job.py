@@ -44,6 +44,7 @@ from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import Shard, plan_shards
 from elasticdl.runtime.job_config import JobConfig, host_port
+from elasticdl.runtime.master.bounds import job_bound
 from elasticdl.runtime.master.chaos import due_actions, parse_chaos
 from elasticdl.runtime.master.instances import (
     InstanceExit,
@@ -137,6 +138,7 @@ class InferenceJob:
         shards = plan_shards(counted, o.records_per_task)
         if not shards:
             raise ValueError(f"--data {o.data!r}: the files hold no records")
+        job_bound(o, len(shards), "prediction tasks", self._manager_factory)
         sample = list(read_records(shards[0].file, 0, min(8, shards[0].num_records)))
         data_metadata = DatasetMetadata.from_example(sample[0])
         trained_metadata = files.input_metadata

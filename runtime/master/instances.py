@@ -19,6 +19,7 @@ import abc
 import enum
 import os
 import queue
+import shutil
 import signal
 import socket
 import subprocess
@@ -145,7 +146,8 @@ class LocalInstanceManager(InstanceManager):
     Each process runs `python -P -m elasticdl.runtime.{ps,worker}.main` with an argv list
     (no shell), logs to `<log_dir>/<role><index>.log`, and is reaped by a watcher thread so
     an exit is reported the moment it happens. A relaunched PS keeps its port, so workers
-    reconnect to the same address.
+    reconnect to the same address. Each has a private TMPDIR, `<log_dir>/tmp/<role><index>`,
+    removed at shutdown: a killed TensorFlow process leaves its autograph files there.
     """
 
     def __init__(
@@ -177,6 +179,8 @@ class LocalInstanceManager(InstanceManager):
         log = self.log_dir / f"{role}{index}.log"
         module = f"elasticdl.runtime.{role}.main"
         argv = [sys.executable, "-P", "-m", module, "--config", str(self.config_path), *args]
+        tmp = self.log_dir / "tmp" / f"{role}{index}"  # private TMPDIR, removed at shutdown
+        tmp.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as out:
             popen = subprocess.Popen(  # noqa: S603 - argv list, no shell
                 argv,
@@ -184,7 +188,7 @@ class LocalInstanceManager(InstanceManager):
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 cwd=self.log_dir,
-                env=self._env,
+                env={**self._env, "TMPDIR": str(tmp)},
             )
         process = _Process(role, index, popen, log)
         with self._lock:
@@ -260,3 +264,4 @@ class LocalInstanceManager(InstanceManager):
             except subprocess.TimeoutExpired:
                 process.popen.kill()
                 process.popen.wait()
+        shutil.rmtree(self.log_dir / "tmp", ignore_errors=True)  # what killed processes left

@@ -37,6 +37,7 @@ from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import plan_shards
 from elasticdl.runtime.job_config import JobConfig, host_port
+from elasticdl.runtime.master.bounds import job_bound
 from elasticdl.runtime.master.chaos import ChaosAction, due_actions, parse_chaos
 from elasticdl.runtime.master.export import export_model, write_trained_model
 from elasticdl.runtime.master.instances import (
@@ -172,6 +173,7 @@ class TrainingJob:
         shards = plan_shards(files, o.records_per_task)
         if not shards:
             raise ValueError(f"--training_data {o.training_data!r}: the files hold no records")
+        self._bound = job_bound(o, len(shards), "tasks in an epoch", self._manager_factory)
         self._eval_shards = []
         if o.validation_data:
             self._eval_shards = plan_shards(count_files(o.validation_data), o.records_per_task)
@@ -781,7 +783,7 @@ class TrainingJob:
 
     def _apply_scale_request(self, manager: InstanceManager, request: ScaleRequest) -> None:
         try:
-            check_target(request.workers, self.options.min_workers)
+            check_target(request.workers, self.options.min_workers, *self._bound.as_max())
         except ScaleError as err:
             self._answer_scale(request, error=f"cannot scale to {request.workers} worker(s): {err}")
             return

@@ -35,13 +35,20 @@ class ScaleRefused(Exception):
     """The master answered a resize request with no (the message is its reason)."""
 
 
-def check_target(workers: int, min_workers: int) -> None:
-    """Raise ScaleError unless `workers` is a target the job can take."""
-    allowed = f"ask for {min_workers} to {MAX_WORKERS}"
+def check_target(
+    workers: int,
+    min_workers: int,
+    max_workers: int = MAX_WORKERS,
+    max_reason: str = "the limit for one job",
+) -> None:
+    """Raise ScaleError unless `workers` is a target the job can take: from `min_workers` to
+    `max_workers`, the bound the master computed before it started (bounds.py: the tasks of
+    an epoch, the memory of this machine), `max_reason` saying why."""
+    allowed = f"ask for {min_workers} to {max_workers}"
     if workers < min_workers:
         raise ScaleError(f"below the job's --min_workers={min_workers} ({allowed})")
-    if workers > MAX_WORKERS:
-        raise ScaleError(f"above the limit for one job ({allowed})")
+    if workers > max_workers:
+        raise ScaleError(f"above {max_reason} ({allowed})")
 
 
 @dataclass(frozen=True)

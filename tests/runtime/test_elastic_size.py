@@ -107,6 +107,10 @@ def test_a_running_job_grows_and_shrinks_on_request(tmp_path, regression_data, c
         scale_via_master(address, 2)
     with pytest.raises(ScaleRefused, match=r"cannot scale to 0 worker\(s\): below the job's"):
         scale_via_master(address, 0, secret_file=logs)
+    # 1,024 records in 64-record tasks: 16 tasks an epoch (memory may bound it lower).
+    above = r"cannot scale to 17 worker\(s\): above the (16 tasks in an epoch|worker processes)"
+    with pytest.raises(ScaleRefused, match=above):
+        scale_via_master(address, 17, secret_file=logs)
     assert cli.main(["scale", "--master", address, "--workers", "3", "--secret_file", logs]) == 0
     assert capsys.readouterr().out.strip() == "scaled from 1 to 3 worker(s): started worker(s) 1, 2"
     secret = f"{logs}/job.secret"
@@ -126,9 +130,10 @@ def test_a_running_job_grows_and_shrinks_on_request(tmp_path, regression_data, c
     assert_records_accounted(report, max_redone=0)
     workers = report["workers"]
     assert workers["target"] == 2 and workers["launched"] == 3, context
-    assert [s["accepted"] for s in workers["scaling"]] == [False, True, True, True], context
-    assert workers["scaling"][1]["launched"] == [1, 2], context
-    assert workers["scaling"][2]["retired"] == [2], context
+    accepted = [s["accepted"] for s in workers["scaling"]]
+    assert accepted == [False, False, True, True, True], context
+    assert workers["scaling"][2]["launched"] == [1, 2], context
+    assert workers["scaling"][3]["retired"] == [2], context
     assert report["failures"] == [] and workers["failed"] == 0, context
     assert report["tasks"]["by_worker"].get("1", 0) > 0, "the worker the job grew by trained"
     assert report["tasks"]["by_worker"].get("2", 0) == 0, context
@@ -153,3 +158,5 @@ def test_scale_needs_one_job_and_a_positive_size(capsys):
     assert "--secret_file: cannot read the job's secret /nonexistent/logs" in (
         capsys.readouterr().err
     )
+    assert cli.main(["scale", "--master", "127.0.0.1:1", "--workers", "1001"]) == 2
+    assert "--workers 1001 is more than 1000, the limit for one job" in capsys.readouterr().err

@@ -136,7 +136,7 @@ def test_lint_prints_one_line_per_problem_and_exits_1(capsys, monkeypatch, tmp_p
     assert status == 1 and "cannot read" in out
 
 
-def test_render_validates_what_it_prints_and_warns_about_passwords(capsys):
+def test_render_validates_what_it_prints_and_refuses_passwords(capsys):
     status, out, err = elasticdl(capsys, "render", "train", *TRAIN, "--master_cpu=two")
     assert status == 2 and "--master_cpu 'two' is not a Kubernetes quantity" in err
     status, out, err = elasticdl(
@@ -154,4 +154,29 @@ def test_render_validates_what_it_prints_and_warns_about_passwords(capsys):
         "--trained_model=gs://b/m",
         "--output_table=t2",
     )
-    assert status == 0 and "--db holds a password" in err and "secret" not in err
+    assert status == 2 and out == "" and "--db_secret NAME:KEY" in err and "secret@" not in err
+
+
+@pytest.mark.parametrize(
+    "flag, value, expected",
+    [
+        ("--service_account", "x{{workflow.name}}", "contains '{{'"),
+        ("--service_account", "Bad_Account", "is not a ServiceAccount name"),
+        ("--service_account", "a" * 254, "is not a ServiceAccount name"),
+        ("--namespace", "ns{{=sprig.env('HOME')}}", "contains '{{'"),
+        ("--namespace", "team.a", "is not a namespace name"),
+        ("--namespace", "a" * 64, "is not a namespace name"),
+    ],
+)
+@pytest.mark.parametrize("what", [["train", *TRAIN], ["install"]])
+def test_render_checks_the_service_account_and_namespace(capsys, what, flag, value, expected):
+    status, out, err = elasticdl(capsys, "render", *what, f"{flag}={value}")
+    assert (status, out) == (2, "") and expected in err and err.count("\n") == 1
+
+
+def test_render_takes_a_valid_service_account_and_namespace(capsys):
+    argv = ["render", "train", *TRAIN, "--service_account=ml.jobs", "--namespace=team-a"]
+    status, out, err = elasticdl(capsys, *argv)
+    (doc,) = yaml.safe_load_all(out)
+    assert status == 0 and doc["spec"]["serviceAccountName"] == "ml.jobs"
+    assert doc["metadata"]["namespace"] == "team-a"

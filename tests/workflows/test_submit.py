@@ -385,8 +385,23 @@ def test_sql_input_reaches_the_pipeline(argo, capsys):
         "--work_dir=gs://b/work",
         f"--argo_server={argo.url}",
     )
-    assert status == 0 and "warning: --db holds a password" in err
+    assert status == 2 and "--db_secret NAME:KEY" in err and "pw" not in err
+    assert err.count("\n") == 1 and argo.requests == []
+    status, _, err = run(
+        capsys,
+        "train",
+        *TRAIN_FLAGS,
+        "--data=",
+        "--sql=SELECT * FROM employee",
+        "--db=postgresql+psycopg://u@db/hr",
+        "--db_secret=hr-db:password",
+        "--label=salary",
+        "--work_dir=gs://b/work",
+        f"--argo_server={argo.url}",
+    )
+    assert status == 0, err
     params = params_of(argo.workflow_body()["workflow"])
+    assert params["db_secret"] == "hr-db:password"
     assert params["sql"] == "SELECT * FROM employee" and params["label"] == "salary"
     assert params["data"] == "" and params["work_dir"] == "gs://b/work"
 
@@ -676,5 +691,27 @@ def test_sql_statements_submit_their_pipelines(argo, capsys):
     assert params["trained_model"] == "gs://b/models/my_trained_model"
     assert params["output_table"] == "testdata" and params["result_column"] == "predicted_salary"
     assert params["key"] == "name" and params["sql"] == "SELECT name, role FROM testdata"
+    argo.requests.clear()
+    statement = "SELECT a, b FROM t TRAIN regressor.DNN INTO m;"
+    db = ["--db=postgresql+psycopg://alice:s3cret@h/hr", "--model_root=gs://b/models"]
+    argo_flags = ["--engine=argo", f"--argo_server={argo.url}", "--work_dir=gs://b/work"]
+    status = main(["sql", statement, *db, *argo_flags, "--image=reg.io/job:1"])
+    err = capsys.readouterr().err
+    assert status == 2 and "--db_secret NAME:KEY" in err and "s3cret" not in err
+    assert argo.requests == []
     with pytest.raises(SystemExit):  # unknown flags are an argparse error without argo
         main(["sql", "SELECT 1", "--db=sqlite://", "--bogus"])
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        (["--service_account=sa{{workflow.name}}"], "contains '{{'"),
+        (["--service_account=Not_A_Name"], "is not a ServiceAccount name"),
+        (["--namespace=ns{{workflow.name}}"], "is not a Kubernetes namespace name"),
+    ],
+)
+def test_submit_checks_the_service_account_and_namespace(argo, capsys, flags, expected):
+    status, out, err = run(capsys, "train", *TRAIN_FLAGS, f"--argo_server={argo.url}", *flags)
+    assert (status, out) == (2, "") and expected in err and err.count("\n") == 1
+    assert argo.requests == []

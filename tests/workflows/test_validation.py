@@ -42,7 +42,8 @@ def _all_objects(train_values, predict_values, options=None):
     sql_values = {
         **{k: v for k, v in train_values.items() if k != "data"},
         "sql": "SELECT a, b, c FROM t",
-        "db": "postgresql+psycopg://u:pw@db/hr",
+        "db": "postgresql+psycopg://u@db/hr",
+        "db_secret": "hr-db:password",
         "label": "c",
         "work_dir": "gs://b/work",
     }

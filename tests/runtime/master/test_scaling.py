@@ -38,6 +38,24 @@ def test_check_target(workers, min_workers, error):
 
 
 @pytest.mark.parametrize(
+    ("workers", "max_workers", "reason", "error"),
+    [
+        (16, 16, "the 16 tasks in an epoch", None),
+        (17, 16, "the 16 tasks in an epoch", "above the 16 tasks in an epoch (ask for 1 to 16)"),
+        (1000, 71, "the worker processes", "above the worker processes (ask for 1 to 71)"),
+        (0, 16, "the 16 tasks in an epoch", "below the job's --min_workers=1 (ask for 1 to 16)"),
+    ],
+)
+def test_check_target_with_the_bound_the_master_computed(workers, max_workers, reason, error):
+    if error is None:
+        check_target(workers, 1, max_workers, reason)
+        return
+    with pytest.raises(ScaleError) as raised:
+        check_target(workers, 1, max_workers, reason)
+    assert str(raised.value) == error
+
+
+@pytest.mark.parametrize(
     ("target", "active", "plan"),
     [
         (2, [0, 1], ScalePlan()),

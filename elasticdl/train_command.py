@@ -202,7 +202,7 @@ def run_training(args: argparse.Namespace) -> Any:
     """Run `elasticdl train` for parsed flags: converting `--sql` rows first when given."""
     import dataclasses
 
-    from elasticdl.runtime.master.job import TrainingJob
+    from elasticdl.runtime.master.training_job import TrainingJob
     from elasticdl.sql_input import check_data_source, converted
 
     check_data_source(args.training_data, args.sql, args.db)

@@ -6,7 +6,7 @@ message's bytes (read-only; copy before mutating).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -59,10 +59,6 @@ def decode(tensor: pb.Tensor) -> np.ndarray:
             f"({expected} expected); the message is corrupt"
         )
     return array.reshape(shape)
-
-
-def encode_all(arrays: Mapping[str, np.ndarray]) -> list[pb.Tensor]:
-    return [encode(name, value) for name, value in arrays.items()]
 
 
 def decode_all(tensors: Iterable[pb.Tensor]) -> dict[str, np.ndarray]:

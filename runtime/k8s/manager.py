@@ -47,6 +47,7 @@ from kubernetes.client.rest import ApiException
 from elasticdl.runtime.k8s import manifests
 from elasticdl.runtime.k8s.manifests import ClusterSpec
 from elasticdl.runtime.k8s.pod_states import (
+    EXIT_KIND,
     CreationBackoff,
     Decision,
     Outcome,
@@ -54,6 +55,7 @@ from elasticdl.runtime.k8s.pod_states import (
     Refusal,
     creation_refusal,
 )
+from elasticdl.runtime.master.exits import ExitKind
 from elasticdl.runtime.master.instances import (
     InstanceExit,
     InstanceManager,
@@ -69,23 +71,21 @@ _SHUTDOWN_MARGIN_S = 10.0
 
 @dataclass(frozen=True)
 class PodExit(InstanceExit):
-    """An `InstanceExit` with what Kubernetes said about the pod.
-
-    `outcome` (pod_states.Outcome): succeeded, preempted, oom, failed. `reason` gives the
-    master's words: exited (code 0), preempted, oom, failed, killed."""
+    """An `InstanceExit` with what Kubernetes said about the pod: `outcome`
+    (pod_states.Outcome), its `ExitKind` as `observed` (preempted and oom beyond what an exit
+    status tells), the tracker's `message` and the pod's name."""
 
     outcome: str = ""
-    message: str = ""
     pod: str = ""
 
-    @property
-    def reason(self) -> str:
-        if self.outcome in (Outcome.PREEMPTED, Outcome.OOM):
-            return self.outcome
-        return super().reason
 
-    def describe(self) -> str:
-        return f"{self.role}{self.index} {self.message}" if self.message else super().describe()
+def _observed(outcome: Outcome, sig: int | None) -> ExitKind | None:
+    """The exit kind of a pod's outcome; a failed pod ended by a signal (one the master sent)
+    was killed."""
+    kind = EXIT_KIND[outcome]
+    if kind is ExitKind.FAILED and sig is not None:
+        return ExitKind.KILLED
+    return kind
 
 
 def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> Any:
@@ -567,8 +567,9 @@ class KubernetesInstanceManager(InstanceManager):
                 signal=sig,
                 at=time.monotonic(),
                 log_tail=log_tail,
-                outcome=str(outcome),
+                observed=_observed(outcome, sig),
                 message=message,
+                outcome=str(outcome),
                 pod=inst.pod,
             )
         )

@@ -101,7 +101,7 @@ def _train(
     work: Path,
     job_options: dict[str, Any],
 ) -> StatementResult:
-    from elasticdl.runtime.master.job import TrainingJob
+    from elasticdl.runtime.master.training_job import TrainingJob
     from elasticdl.train_command import options_from_kwargs
 
     params, train, engine = statement.split_with()

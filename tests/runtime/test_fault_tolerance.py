@@ -23,7 +23,7 @@ from job_checks import assert_records_accounted, context_of, report_of
 import elasticdl
 from elasticdl.runtime.data import generate as gen
 from elasticdl.runtime.job_config import JobConfig
-from elasticdl.runtime.master.job import summary_line
+from elasticdl.runtime.master.report import summary_line
 from elasticdl.runtime.outputs import OutputError
 from elasticdl.runtime.ps import checkpoint
 from elasticdl.runtime.ps.servicer import parameters_of, restore_at_start
@@ -107,7 +107,7 @@ def check_worker_hang(report: dict) -> None:
     assert failure["at_s"] == pytest.approx(timeout["at_s"], abs=0.01)
     assert failure["relaunched_as"] == 2
     (exit_,) = [w["exit"] for w in report["workers"]["instances"] if w["worker_id"] == 1]
-    assert exit_["reason"] == "killed" and exit_["signal"] == signal.SIGKILL
+    assert exit_["reason"] == "timed_out" and exit_["signal"] == signal.SIGKILL
 
 
 def check_worker_added(report: dict) -> None:

@@ -138,6 +138,8 @@ class Supervisor:
         self._last_refusal = ""
         self._stop = threading.Event()
         self._stop_reason = ""
+        self._stopping = False
+        """Set once the job stops: no exit is relaunched any more."""
         self._recoveries: list[threading.Thread] = []
         self.resizer = Resizer(self, config.chaos, scale_inbox)
 
@@ -270,6 +272,9 @@ class Supervisor:
         else:
             self._on_worker_exit(exit_, why, words)
 
+    def _phase(self) -> Phase:
+        return Phase.FINISHING if self._stopping or self.tasks.finished() else Phase.RUNNING
+
     def _on_worker_exit(self, exit_: InstanceExit, why: Why | None, words: str) -> None:
         index = exit_.index
         unfinished = self.tasks.doing(index)
@@ -315,7 +320,7 @@ class Supervisor:
         if job_failure is not None:
             self.events.add(InstanceLost(exit_.at, action=str(Action.IGNORE), **lost))
             raise JobFailed(job_failure)
-        phase = Phase.FINISHING if self.tasks.finished() else Phase.RUNNING
+        phase = self._phase()
         budget = self.config.max_worker_relaunches
         situation = Situation(
             phase=phase,
@@ -352,7 +357,7 @@ class Supervisor:
         detected_at = self._hung_ps.pop(index, exit_.at)
         tail = last_line(exit_.log_tail)
         cause = cause_of(kind, exit_.exit_code, exit_.signal, words, exit_.message, tail)
-        phase = Phase.FINISHING if self.tasks.finished() else Phase.RUNNING
+        phase = self._phase()
         budget = self.config.max_ps_relaunches
         situation = Situation(
             phase=phase,
@@ -434,9 +439,15 @@ class Supervisor:
     def drain_workers(self, timeout: float) -> None:
         """Tell every worker to finish its minibatch and leave (SIGTERM); wait up to
         `timeout` for them (a stopped job keeps what they reported)."""
+        self._stopping = True
         for worker_id in self.manager.alive(Role.WORKER):
-            self.send(Role.WORKER, worker_id, signal.SIGTERM, Why.RETIRE, "the job stops")
+            self.retire(worker_id, "the job stops")
         deadline = time.monotonic() + timeout
         while self.manager.alive(Role.WORKER) and time.monotonic() < deadline:
-            for exit_ in self.manager.exits(timeout=0.05):
-                self._sent.pop((exit_.role, exit_.index), None)
+            self._record_exits(0.05)
+        self._record_exits(EXIT_GRACE_S)  # an instance leaves `alive` before its exit is queued
+
+    def _record_exits(self, timeout: float) -> None:
+        for exit_ in self.manager.exits(timeout=timeout):
+            if exit_.role is Role.WORKER:
+                self.on_exit(exit_)

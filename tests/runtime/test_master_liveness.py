@@ -1,0 +1,110 @@
+"""The master's liveness wiring end to end: real `elasticdl train` processes and real signals.
+
+* SIGTERM to the master stops the job cleanly: workers finish their minibatch and leave, the
+  report says "stopped" (in the log directory), the checkpoints stay, nothing is published.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from job_checks import context_of, report_of
+
+from elasticdl.runtime.data import generate as gen
+from elasticdl.runtime.ps import checkpoint
+
+pytestmark = pytest.mark.slow
+
+MODEL = ("--model_def", "regressor.DNN", "--params", "hidden_units=[8]")
+
+
+@pytest.fixture(scope="module")
+def regression_data(tmp_path_factory):
+    out = tmp_path_factory.mktemp("regression")
+    gen.generate("regression", str(out), 1024, records_per_file=1024)
+    return out
+
+
+def _wait_for(condition: Callable[[], bool], what: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def _processes_of(config: Path) -> list[int]:
+    """Processes (PS, workers) started with this job's config file, still running."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(config).encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _train(root: Path, data: Path, *extra: str) -> tuple[subprocess.Popen[bytes], Path, Path]:
+    output, logs = root / "model", root / "logs"
+    argv = [
+        *(sys.executable, "-P", "-m", "elasticdl", "train", *MODEL, "--data", str(data)),
+        *("--output", str(output), "--log_dir", str(logs), "--minibatch_size", "32"),
+        *("--records_per_task", "128", *extra),
+    ]
+    out = (root / "master.log").open("wb")
+    master = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, cwd=root)
+    out.close()
+    return master, output, logs
+
+
+def test_sigterm_to_the_master_stops_the_job_with_a_stopped_report(tmp_path, regression_data):
+    master, output, logs = _train(
+        tmp_path,
+        regression_data,
+        *("--num_workers", "2", "--num_epochs", "200", "--checkpoint_steps", "10"),
+    )
+    checkpoints = output / "checkpoints"
+    try:
+
+        def checkpointed() -> bool:
+            assert master.poll() is None, (tmp_path / "master.log").read_text()[-3000:]
+            return any(v > 0 for v in checkpoint.valid_versions(str(checkpoints)))
+
+        _wait_for(checkpointed, "a checkpoint after training began", 120)
+        assert len(_processes_of(logs / "job.json")) == 3, "one PS and two workers"
+        master.send_signal(signal.SIGTERM)
+        stopped_at = time.monotonic()
+        _, err = master.communicate(timeout=60)
+    finally:
+        if master.poll() is None:
+            master.kill()
+            master.wait()
+    seconds = time.monotonic() - stopped_at
+    assert master.returncode == 1
+    lines = err.decode().strip().splitlines()
+    assert lines[-1] == "elasticdl: training failed: stopped by SIGTERM; checkpoints are kept"
+    assert seconds < 30, f"the master took {seconds:.1f} s to stop"
+    assert _processes_of(logs / "job.json") == [], "every PS and worker ended"
+    report = report_of(logs)
+    context = context_of(report, "status", "workers", "failures", "events")
+    assert report["status"] == "stopped", context
+    assert report["failures"] == [], context
+    assert [e["kind"] for e in report["events"] if e["kind"] == "job_stopped"] == ["job_stopped"]
+    # Both workers were asked to leave and left by themselves (finishing their minibatch).
+    exits = [w["exit"] for w in report["workers"]["instances"]]
+    assert [(e["reason"], e["exit_code"]) for e in exits] == [("retired", 0)] * 2, context
+    assert report["records"]["trained"] > 0
+    assert sorted(p.name for p in output.iterdir()) == ["checkpoints"], "nothing published"
+    kept = [c["version"] for c in report["checkpoints"]]
+    assert kept and kept == checkpoint.valid_versions(str(checkpoints)), context

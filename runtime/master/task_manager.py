@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from elasticdl.runtime.data.shards import Shard
+from elasticdl.runtime.master.task_timeout import ProgressTimes, TimeoutConfig, no_progress_limit
 
 
 class TaskType(enum.IntEnum):
@@ -68,6 +69,8 @@ class _Running:
     records_done: int = 0
     first: bool = False
     """The worker's first task: it includes tracing the worker's dataset_fn and step."""
+    reports: int = 0
+    """Progress reports received for this task."""
 
 
 @dataclass(frozen=True)
@@ -100,15 +103,24 @@ class TaskManagerConfig:
     shuffle: bool = True
     seed: int = 0
     max_task_retries: int = 3
-    timeout_floor_s: float = 60.0
+    task_timeout_s: float | None = None
+    """A fixed no-progress limit for every task; None: derived from the progress seen, see
+    `task_timeout.py` (a hung worker is then caught about `timeout_floor_s` after its last
+    minibatch, a worker's first task gets `first_task_timeout_s` to trace until one has)."""
+    timeout_floor_s: float = 15.0
     timeout_factor: float = 5.0
-    """A task times out after max(floor, factor x the slowest comparable finished task) without
-    progress. A worker's first task (which includes its one-time tracing) compares with every
-    finished task; a later task only with later tasks, so a hang is caught soon after the floor
-    however slow warming up was."""
     first_task_floor_factor: float = 2.0
-    """A worker's first task has `first_task_floor_factor` x the floor: before any task has
-    finished, nothing tells how long tracing the model and input pipeline takes."""
+    first_task_timeout_s: float = 120.0
+
+    @property
+    def timeouts(self) -> TimeoutConfig:
+        return TimeoutConfig(
+            fixed_s=self.task_timeout_s,
+            floor_s=self.timeout_floor_s,
+            factor=self.timeout_factor,
+            first_floor_factor=self.first_task_floor_factor,
+            first_task_timeout_s=self.first_task_timeout_s,
+        )
 
 
 @dataclass
@@ -141,8 +153,7 @@ class TaskManager:
         self._next_id = 1
         self._next_epoch = 0
         self._failures: dict[int, _Failures] = {}
-        self._durations: list[float] = []
-        self._first_durations: list[float] = []
+        self.progress_times = ProgressTimes()
         self._workers_seen: set[int] = set()
         self._started_at = now
         self.events: list[Event] = []
@@ -218,6 +229,13 @@ class TaskManager:
         running = self._doing.get(task_id)
         if running is None or running.worker_id != worker_id:
             return False
+        if running.task.type == TaskType.TRAINING:
+            waited = now - running.last_progress_at
+            if running.reports:
+                self.progress_times.saw_gap(waited)
+            else:
+                self.progress_times.saw_lead(waited, running.first)
+        running.reports += 1
         done = max(0, min(records_done, running.task.num_records))
         if done > running.records_done:
             if running.task.type == TaskType.TRAINING:
@@ -243,8 +261,8 @@ class TaskManager:
                 )
                 return
             self.finished_tasks += 1
-            durations = self._first_durations if running.first else self._durations
-            durations.append(now - running.started_at)
+            if running.task.type != TaskType.TRAINING:
+                self.progress_times.saw_duration(running.task.type, now - running.started_at)
             return
         if records_done >= 0:
             self.report_progress(worker_id, task_id, records_done, now)
@@ -287,26 +305,35 @@ class TaskManager:
 
     def expired(self, now: float) -> list[tuple[int, Task]]:
         """(worker id, task) pairs with no progress for longer than their task timeout."""
-        limits = {first: self.task_timeout(first) for first in (False, True)}
         return [
             (r.worker_id, r.task)
             for r in self._doing.values()
-            if now - r.last_progress_at > limits[r.first]
+            if now - r.last_progress_at > self._limit(r)
         ]
 
-    def task_timeout(self, first: bool = False) -> float:
-        """Seconds without progress after which a task times out (`first`: a worker's first)."""
-        floor = self.config.timeout_floor_s
-        if first:
-            floor *= self.config.first_task_floor_factor
-        durations = self._durations + self._first_durations if first else self._durations
-        slowest = max(durations, default=0.0)
-        return max(floor, self.config.timeout_factor * slowest)
-
     def timeout_of(self, task_id: int) -> float:
-        """The timeout that applies to running task `task_id` (the floor if it is not running)."""
+        """The no-progress limit of running task `task_id` (that of a later training task that
+        reported progress if it is not running)."""
         running = self._doing.get(task_id)
-        return self.task_timeout(running is not None and running.first)
+        if running is None:
+            return self.task_timeout(TaskType.TRAINING, first=False, reported=True)
+        return self._limit(running)
+
+    def task_timeout(self, task_type: TaskType, first: bool, reported: bool) -> float:
+        """Seconds without progress after which a task of `task_type` times out (`first`: a
+        worker's first task; `reported`: it has reported progress), from what was seen so far."""
+        return no_progress_limit(
+            self.config.timeouts, self.progress_times, int(task_type), first, reported
+        )
+
+    def restart_clocks(self, now: float) -> None:
+        """Every running task's no-progress clock starts again at `now`: after an outage that
+        stalled every worker through no fault of theirs (a parameter server was down)."""
+        for running in self._doing.values():
+            running.last_progress_at = max(running.last_progress_at, now)
+
+    def _limit(self, running: _Running) -> float:
+        return self.task_timeout(running.task.type, running.first, running.reports > 0)
 
     # -- internals -----------------------------------------------------------------------------
 

@@ -16,11 +16,13 @@ queue runs dry, so workers never idle at an epoch boundary.
 
 from __future__ import annotations
 
+import bisect
 import enum
 import random
-from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import OrderedDict, deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from elasticdl.runtime.data.shards import Shard
 from elasticdl.runtime.master.task_timeout import ProgressTimes, TimeoutConfig, no_progress_limit
@@ -89,7 +91,76 @@ class Event:
 class EpochStats:
     planned: int = 0
     trained: int = 0
+    """Records trained, also by earlier runs of a resumed job (and again: see `redone`)."""
     redone: int = 0
+    covered: int = 0
+    """Records of a resumed job already in the checkpoint it started from (not trained again)."""
+
+
+class ShardKey(NamedTuple):
+    """A record range of one epoch: the unit whose trained records are a prefix of its
+    visiting order (remainders skip what earlier attempts did), so one count says which."""
+
+    epoch: int
+    file: str
+    start: int
+    end: int
+
+    @staticmethod
+    def of(task: Task) -> ShardKey:
+        return ShardKey(task.epoch, task.shard.file, task.shard.start, task.shard.end)
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """Where a job resumed from a checkpoint starts (see `progress_journal.resume_point`)."""
+
+    covered: Mapping[ShardKey, int] = field(default_factory=dict)
+    """Records of each range (a prefix of its visiting order) in the checkpoint: not planned."""
+    trained: Mapping[ShardKey, int] = field(default_factory=dict)
+    """Records earlier runs trained (>= covered): those trained again count as redone."""
+    first_task_id: int = 1
+    """Task ids below it were used by earlier runs (their ids are in the checkpoints)."""
+
+
+@dataclass(frozen=True)
+class ProgressDelta:
+    """Training progress since a cursor (`TaskManager.progress_since`), for the journal."""
+
+    cursor: int
+    """Pass it to the next `progress_since` call."""
+    handouts: list[tuple[int, ShardKey, int]]
+    """(task id, range, skip) of training tasks handed out."""
+    trained: dict[ShardKey, int]
+    """Ranges whose trained prefix (records of the visiting order) advanced: the new prefix."""
+
+    def __bool__(self) -> bool:
+        return bool(self.handouts or self.trained)
+
+
+def plan_epoch(
+    shards: Sequence[Shard],
+    epoch: int,
+    shuffle: bool,
+    seed: int,
+    covered: Mapping[ShardKey, int] | None = None,
+) -> list[tuple[Shard, int, int]]:
+    """(shard, shuffle seed, skip) of epoch `epoch`'s tasks, in hand-out order.
+
+    The order and seeds depend only on (shards, epoch, shuffle, seed), so a resumed job draws
+    the same ones; a range's first `covered` records are skipped, a fully covered range has no
+    task."""
+    order = list(shards)
+    rng = random.Random(seed * 1_000_003 + epoch)
+    if shuffle:
+        rng.shuffle(order)
+    planned = []
+    for shard in order:
+        shuffle_seed = rng.getrandbits(62) + 1 if shuffle else 0
+        done = (covered or {}).get(ShardKey(epoch, shard.file, shard.start, shard.end), 0)
+        if done < shard.num_records:
+            planned.append((shard, shuffle_seed, max(0, done)))
+    return planned
 
 
 class JobFailed(RuntimeError):
@@ -142,7 +213,9 @@ class TaskManager:
         config: TaskManagerConfig,
         task_type: TaskType = TaskType.TRAINING,
         now: float = 0.0,
+        resumed: Resumed | None = None,
     ) -> None:
+        """`resumed`: the job resumes from a checkpoint that already holds these records."""
         if config.num_epochs <= 0:
             raise ValueError(f"num_epochs must be >= 1, got {config.num_epochs}")
         self.config = config
@@ -150,8 +223,12 @@ class TaskManager:
         self._shards = list(shards)
         self._todo: deque[Task] = deque()
         self._doing: dict[int, _Running] = {}
-        self._next_id = 1
+        self._resumed = resumed or Resumed()
+        self._next_id = self._resumed.first_task_id
         self._next_epoch = 0
+        self._seq = 0
+        self._handouts: list[tuple[int, int, ShardKey, int]] = []
+        self._prefixes: OrderedDict[ShardKey, tuple[int, int]] = OrderedDict()
         self._failures: dict[int, _Failures] = {}
         self.progress_times = ProgressTimes()
         self._workers_seen: set[int] = set()
@@ -191,22 +268,27 @@ class TaskManager:
         return task
 
     def _plan_next_epoch(self) -> bool:
-        if self._next_epoch >= self.config.num_epochs:
-            return False
-        epoch = self._next_epoch
-        self._next_epoch += 1
-        shards = list(self._shards)
-        rng = random.Random(self.config.seed * 1_000_003 + epoch)
-        if self.config.shuffle:
-            rng.shuffle(shards)
-        self._todo.extend(
-            self._new_task(
-                shard, epoch, shuffle_seed=rng.getrandbits(62) + 1 if self.config.shuffle else 0
+        """Queue the next epoch that has records left (a resumed job's may have none)."""
+        config, resumed = self.config, self._resumed
+        while self._next_epoch < config.num_epochs:
+            epoch = self._next_epoch
+            self._next_epoch += 1
+            planned = plan_epoch(self._shards, epoch, config.shuffle, config.seed, resumed.covered)
+            self._todo.extend(
+                self._new_task(shard, epoch, skip=skip, shuffle_seed=seed)
+                for shard, seed, skip in planned
             )
-            for shard in shards
-        )
-        self.epochs.append(EpochStats(planned=sum(s.num_records for s in shards)))
-        return True
+            keys = [ShardKey(epoch, s.file, s.start, s.end) for s in self._shards]
+            self.epochs.append(
+                EpochStats(
+                    planned=sum(s.num_records for s in self._shards),
+                    trained=sum(resumed.trained.get(k, 0) for k in keys),
+                    covered=sum(resumed.covered.get(k, 0) for k in keys),
+                )
+            )
+            if planned:
+                return True
+        return False
 
     # -- the worker-facing calls ---------------------------------------------------------------
 
@@ -222,6 +304,9 @@ class TaskManager:
         first = worker_id not in self._workers_seen
         self._workers_seen.add(worker_id)
         self._doing[task.task_id] = _Running(task, worker_id, now, now, first=first)
+        if task.type == TaskType.TRAINING:
+            self._seq += 1
+            self._handouts.append((self._seq, task.task_id, ShardKey.of(task), task.skip))
         return task
 
     def report_progress(self, worker_id: int, task_id: int, records_done: int, now: float) -> bool:
@@ -239,10 +324,38 @@ class TaskManager:
         done = max(0, min(records_done, running.task.num_records))
         if done > running.records_done:
             if running.task.type == TaskType.TRAINING:
-                self.epochs[running.task.epoch].trained += done - running.records_done
+                self._count_trained(running.task, running.records_done, done)
             running.records_done = done
         running.last_progress_at = now
         return True
+
+    def _count_trained(self, task: Task, old: int, new: int, redone: bool = False) -> None:
+        """Records `old`..`new` of a training task were trained; those an earlier run of a
+        resumed job had trained (beyond its checkpoint), or `redone`, were trained again."""
+        key = ShardKey.of(task)
+        stats = self.epochs[task.epoch]
+        stats.trained += new - old
+        if redone:
+            stats.redone += new - old
+        else:
+            before = self._resumed.trained.get(key, 0)
+            stats.redone += max(0, min(task.skip + new, before) - (task.skip + old))
+        prefix = task.skip + new
+        seen = self._prefixes.pop(key, None)
+        self._seq += 1
+        self._prefixes[key] = (self._seq, max(prefix, seen[1] if seen else 0))
+
+    def progress_since(self, cursor: int = 0) -> ProgressDelta:
+        """Training tasks handed out and ranges whose trained prefix advanced since `cursor`
+        (0: since the start): what the master journals each pass, beside the checkpoints."""
+        first = bisect.bisect_right(self._handouts, cursor, key=lambda h: h[0])
+        handouts = [(t, k, skip) for _, t, k, skip in self._handouts[first:]]
+        trained: dict[ShardKey, int] = {}
+        for key, (seq, prefix) in reversed(self._prefixes.items()):
+            if seq <= cursor:
+                break
+            trained[key] = prefix
+        return ProgressDelta(self._seq, handouts, dict(reversed(trained.items())))
 
     def report_result(
         self, worker_id: int, task_id: int, error: str, now: float, records_done: int = -1
@@ -292,10 +405,9 @@ class TaskManager:
             del self._doing[task_id]
             extra = (applied or {}).get(task_id, running.records_done) - running.records_done
             if extra > 0 and running.task.type == TaskType.TRAINING:
-                stats = self.epochs[running.task.epoch]
                 extra = min(extra, running.task.num_records - running.records_done)
-                stats.trained += extra
-                stats.redone += extra
+                done = running.records_done
+                self._count_trained(running.task, done, done + extra, redone=True)
             task = self._requeue(
                 running, now, cause=cause, count_failure=count_failure, since=detected_at
             )

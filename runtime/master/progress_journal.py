@@ -31,6 +31,25 @@ runs whose plan fingerprint (shards, seed, shuffle) equals the resumed job's cou
 plan visits records in another order. On local disk lines are appended; on other fsspec
 filesystems (no append) the whole journal is rewritten each pass (written to a temporary name,
 then moved).
+
+Wiring in the master (only when the job checkpoints):
+
+    plan = plan_fingerprint(shards, seed, shuffle)
+    point = resume_point(init_dir, init_version, plan) if init_dir else None  # version: of
+    journal = ProgressJournal(checkpoint_dir)        # check_directory(init_dir, ...)
+    resumed = journal.open_run(plan, point.from_version if point else -1,
+                               point.resumed if point else None)
+    tasks = TaskManager(shards, config, now=..., resumed=resumed)
+    ...each loop pass: delta = tasks.progress_since(cursor) (under the servicer lock);
+       journal.append(delta); cursor = delta.cursor
+
+The report's counts then add up: `records_trained - records_redone == records_planned` at the
+end, `records_trained` including what earlier runs trained, `records_covered` what the
+checkpoint held, and records earlier runs trained beyond the checkpoint, trained again, redone.
+Limits: records applied to the PS but not yet journaled when the master died (the last pass)
+are trained again; a PS relaunched from `--checkpoint_dir_for_init` drops the applied progress
+it restored (`ps/servicer.restore_at_start`), so in a job resumed in place, a PS relaunch makes
+a later resume train again what the relaunched shard had restored (counted as redone).
 """
 
 from __future__ import annotations
@@ -40,7 +59,7 @@ import json
 import posixpath
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from elasticdl.runtime.data.shards import Shard
@@ -208,8 +227,8 @@ def resume_point(directory: str, version: int, plan: str) -> ResumePoint:
 class ProgressJournal:
     """Appends the job's progress to the journal in its checkpoint directory.
 
-    `open_run` starts a run (numbered after the runs already in the file, which a job resumed
-    in place continues); `append` writes one pass line when there is progress. Not
+    `open_run` starts a run (numbered `run` after the runs already in the file, which a job
+    resumed in place continues); `append` writes one pass line when there is progress. Not
     thread-safe: the job loop owns it."""
 
     def __init__(self, directory: str) -> None:
@@ -219,17 +238,25 @@ class ProgressJournal:
         self._text = ""
         self.run = 0
 
-    def open_run(self, plan: str, from_version: int = -1, resumed: Resumed | None = None) -> int:
-        """Write this run's first line; returns the run number."""
+    def open_run(
+        self, plan: str, from_version: int = -1, resumed: Resumed | None = None
+    ) -> Resumed:
+        """Write this run's first line (`from_version`: the checkpoint it resumes from, -1 for
+        none; `resumed`: what it covers). Returns `resumed` with a first task id after every id
+        in the journal: build the TaskManager with it, so checkpoint progress keys stay unique.
+        """
         entries = read_journal(self.directory)
         self.run = max((int(e["run"]) for e in entries), default=0) + 1
+        resumed = resumed or Resumed()
+        unused = coverage(entries, -1, {}, plan).first_task_id
+        resumed = replace(resumed, first_task_id=max(resumed.first_task_id, unused))
         if not self._local:
             self._text = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in entries)
         else:
             self._fs.makedirs(posixpath.dirname(self._path), exist_ok=True)
             self._drop_torn_tail()
-        self._write(run_line(self.run, plan, from_version, resumed or Resumed()))
-        return self.run
+        self._write(run_line(self.run, plan, from_version, resumed))
+        return resumed
 
     def append(self, delta: ProgressDelta) -> None:
         if delta:

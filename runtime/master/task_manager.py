@@ -568,3 +568,8 @@ class TaskManager:
     @property
     def records_redone(self) -> int:
         return sum(e.redone for e in self.epochs)
+
+    @property
+    def records_covered(self) -> int:
+        """Records a resumed job found in its checkpoint (counted in `records_trained`)."""
+        return sum(e.covered for e in self.epochs)

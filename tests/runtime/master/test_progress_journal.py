@@ -94,7 +94,8 @@ def test_a_journal_written_by_a_killed_process_reads_back(tmp_path):
     with open(tmp_path / JOURNAL_NAME, "a") as file:
         file.write('{"kind":"pass","run":1,"tasks":[[99')
     journal = ProgressJournal(str(tmp_path))
-    assert journal.open_run("plan") == 2
+    assert journal.open_run("plan").first_task_id == len(tasks) + 1  # ids stay unique
+    assert journal.run == 2
     entries = read_journal(str(tmp_path))
     assert entries[-1]["kind"] == "run" and entries[-1]["run"] == 2
     assert len(entries) == len(tasks) + 2
@@ -295,7 +296,7 @@ def test_the_journal_round_trip_resumes_where_the_checkpoint_is(tmp_path):
     config = TaskManagerConfig(records_per_task=10, shuffle=False)
     tm = TaskManager(SHARDS, config)
     journal = ProgressJournal(directory)
-    assert journal.open_run(PLAN) == 1
+    assert journal.open_run(PLAN) == Resumed() and journal.run == 1
     cursor = 0
     a, b = tm.get(0, 0.0), tm.get(1, 0.0)
     tm.report_progress(0, a.task_id, 10, 1.0)
@@ -329,3 +330,63 @@ def test_the_journal_round_trip_resumes_where_the_checkpoint_is(tmp_path):
     assert not resume_point(directory, 7, other).journaled
     assert resume_point(directory, 7, other).resumed.covered == {}
     assert not resume_point(str(tmp_path / "none"), 7, PLAN).journaled
+
+
+def records_of(task) -> list[tuple[int, str, int]]:
+    from elasticdl.runtime.worker.order import visiting_order
+
+    order = visiting_order(task.shard.num_records, task.shuffle_seed)
+    return [(task.epoch, task.shard.file, task.shard.start + i) for i in order][task.skip :]
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_killed_twice_every_record_is_in_the_model_exactly_once(tmp_path, shuffle):
+    """Run 1 trains part of 2 epochs and dies; run 2 resumes in place from a checkpoint, trains
+    more and dies; run 3 resumes from run 2's checkpoint and finishes. The records in each
+    checkpoint plus those trained after it are every record of every epoch, once."""
+    directory = str(tmp_path)
+    config = TaskManagerConfig(records_per_task=10, num_epochs=2, shuffle=shuffle, seed=5)
+    plan = plan_fingerprint(SHARDS, seed=5, shuffle=shuffle)
+    model: list = []  # records whose gradients are in the PS, in order
+    in_checkpoint: dict[int, list] = {}
+    applied: dict[int, int] = {}  # the PS's progress: task id -> records
+    resumed, version = None, -1
+    for run, (steps, checkpoint_at) in enumerate([(5, 3), (4, 2), (99, None)], 1):
+        journal = ProgressJournal(directory)
+        resumed = journal.open_run(plan, version, resumed)
+        tm = TaskManager(SHARDS, config, resumed=resumed)
+        applied = {}  # a PS restored from checkpoint_dir_for_init starts without progress
+        cursor = 0
+        for step in range(steps):
+            task = tm.get(0, float(step))
+            if task is None:
+                break
+            last_run = checkpoint_at is None
+            half = task.num_records if last_run else task.num_records // 2 or task.num_records
+            model.extend(records_of(task)[:half])
+            applied[task.task_id] = half
+            if last_run:
+                tm.report_result(0, task.task_id, "", float(step))
+            else:  # half done, then the worker is preempted
+                tm.report_progress(0, task.task_id, half, float(step))
+                tm.recover_worker(0, float(step), cause="preempted", count_failure=False)
+            delta = tm.progress_since(cursor)
+            journal.append(delta)
+            cursor = delta.cursor
+            if step == checkpoint_at:
+                version = 10 * run
+                in_checkpoint[version] = list(model)
+                save(directory, version, 0, dict(applied))
+                save(directory, version, 1, dict(applied))
+        if checkpoint_at is None:
+            assert tm.finished
+            break
+        model = list(in_checkpoint[version])  # the master is killed: back to the checkpoint
+        point = resume_point(directory, version, plan)
+        assert point.journaled
+        resumed = point.resumed
+        assert tm.records_trained - tm.records_redone <= tm.records_planned
+    everything = [(e, f, r) for e in range(2) for f, n in FILES for r in range(n)]
+    assert sorted(model) == sorted(everything)
+    assert tm.records_trained - tm.records_redone == tm.records_planned
+    assert tm.records_covered == len(in_checkpoint[20]) and tm.records_redone > 0

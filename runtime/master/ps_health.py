@@ -49,6 +49,7 @@ TIMEOUT_S = 6.0
 INTERVAL_S = 1.0
 START_TIMEOUT_S = 120.0
 MIN_FAILURES = 2
+_MAX_FAILED = 256
 _CHANNEL_OPTIONS = [
     *GRPC_OPTIONS,
     # A relaunched PS on the same port is seen within a second, not after gRPC's default
@@ -123,8 +124,9 @@ class PSLiveness:
         state = self._current(probe)
         if state is None or (state.answered_at is not None and probe.sent_at <= state.answered_at):
             return
-        state.failed.append(probe.sent_at)
-        state.failed.sort()
+        if len(state.failed) < _MAX_FAILED:  # the oldest ones are what counts
+            state.failed.append(probe.sent_at)
+            state.failed.sort()
         state.last_error = error
 
     def status(self, ps_id: int, now: float) -> str:
@@ -242,7 +244,7 @@ class PSHealthMonitor:
                     )
                     return self._clock() - start
                 except grpc.RpcError:
-                    self._stop.wait(min(0.1, max(0.0, deadline - self._clock())))
+                    time.sleep(min(0.1, max(0.0, deadline - self._clock())))
 
     # -- the probing thread -----------------------------------------------------------------
 

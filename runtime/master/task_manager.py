@@ -12,6 +12,11 @@ trained, so a dead worker's finished records are never handed out again. A range
 more than `max_task_retries` times fails the job with a message naming it; nothing is dropped
 silently. Epochs are planned lazily: epoch e+1's shuffled tasks are queued when epoch e's todo
 queue runs dry, so workers never idle at an epoch boundary.
+
+No-progress limits are derived from the progress reports seen (`task_timeout.py`). A job resumed
+from a checkpoint starts from `Resumed` (what the checkpoint holds is not planned again), and
+`progress_since(cursor)` gives what the master journals beside the checkpoints for that
+(`progress_journal.py`).
 """
 
 from __future__ import annotations

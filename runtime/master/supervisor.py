@@ -91,8 +91,11 @@ class JobPlugin:
         """Block until the PS at `address` serves; the seconds waited (raise on timeout)."""
         return 0.0
 
+    def ps_started(self, ps_id: int, address: str) -> None:
+        """PS `ps_id` was (re)started at `address` (liveness probes start over)."""
+
     def unresponsive_ps(self, now: float) -> list[tuple[int, float]]:
-        """(PS id, seconds silent) of parameter servers that stopped answering probes."""
+        """(PS id, when it stopped answering) of parameter servers that answer no probe."""
         return []
 
 
@@ -204,8 +207,9 @@ class Supervisor:
                 raise JobFailed(failure)
             if self.plugin.done(self.tasks):
                 break
-            for expired in self.tasks.expired(time.monotonic()):
-                self._on_timeout(expired.worker_id, expired.task_id, expired.timeout_s)
+            if not self._ps_down():
+                for expired in self.tasks.expired(time.monotonic()):
+                    self._on_timeout(expired.worker_id, expired.task_id, expired.timeout_s)
             self.resizer.on_pass(self.tasks.tasks_done())
             self._check_min_workers()
         self.finish_recoveries()
@@ -252,15 +256,19 @@ class Supervisor:
         self.retired.discard(worker_id)
         self.send(Role.WORKER, worker_id, signal.SIGKILL, Why.TIMEOUT, "task timeout")
 
+    def _ps_down(self) -> bool:
+        """A PS is being replaced: workers stall through no fault of theirs (no timeouts)."""
+        return bool(self._hung_ps) or any(t.is_alive() for t in self._recoveries)
+
     def _check_ps_liveness(self) -> None:
         """A PS that stopped answering probes is killed; its exit (`hung`) relaunches it."""
-        for ps_id, silent_s in self.plugin.unresponsive_ps(time.monotonic()):
+        for ps_id, since in self.plugin.unresponsive_ps(time.monotonic()):
             if ps_id in self._hung_ps or ps_id not in self.manager.alive(Role.PS):
                 continue
             now = time.monotonic()
-            self._hung_ps[ps_id] = now - silent_s
-            self.events.add(PSUnresponsive(now, ps_id, silent_s))
-            words = f"answered no liveness probe for {silent_s:.1f} s"
+            self._hung_ps[ps_id] = since
+            self.events.add(PSUnresponsive(now, ps_id, now - since))
+            words = f"hung: answered no liveness probe for {now - since:.1f} s"
             self.send(Role.PS, ps_id, signal.SIGKILL, Why.HUNG, words)
 
     # -- exits ---------------------------------------------------------------------------------
@@ -390,6 +398,7 @@ class Supervisor:
         started = time.monotonic()
         address = self.manager.start_ps(index)
         spawn_s = time.monotonic() - started
+        self.plugin.ps_started(index, address)
         thread = threading.Thread(
             target=self._await_ps,
             args=(index, address, detected_at, spawn_s, restored, version_before),
@@ -415,6 +424,7 @@ class Supervisor:
             log.warning("parameter server %d did not serve again: %s", ps_id, err)
             return
         now = time.monotonic()
+        self.tasks.restart_clocks(now)
         self.events.add(
             PSRecovered(now, ps_id, now - down_since, spawn_s, restored, version_before)
         )

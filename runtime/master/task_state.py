@@ -17,7 +17,25 @@ from typing import Any
 from elasticdl.runtime.data.shards import Shard
 from elasticdl.runtime.master.events import EventLog, LossReported, TaskEvent
 from elasticdl.runtime.master.servicer import MasterServicer
-from elasticdl.runtime.master.task_manager import Task, TaskType
+from elasticdl.runtime.master.task_manager import (
+    ProgressDelta,
+    Task,
+    TaskManagerConfig,
+    TaskType,
+)
+
+LEGACY_FLOOR_S = 300.0
+"""The --task_timeout_floor default of the option declarations (a fixed 300 s floor, from
+before the no-progress limit was derived from the minibatch times)."""
+
+
+def timeout_floor(option_s: float) -> float:
+    """The task timeout floor for a --task_timeout_floor value: the flag's default means
+    "derive it" (`TaskManagerConfig`'s floor, so a hang is caught in seconds); any other value
+    is the user's floor."""
+    if option_s == LEGACY_FLOOR_S:
+        return TaskManagerConfig.timeout_floor_s
+    return option_s
 
 
 @dataclass(frozen=True)
@@ -114,6 +132,17 @@ class TaskState:
     def release_workers(self) -> None:
         self._servicer.release_workers()
 
+    def restart_clocks(self, now: float) -> None:
+        """Running tasks' no-progress clocks start again: every worker was stalled by an
+        outage that was not theirs (a parameter server was down)."""
+        with self._lock:
+            self._tasks.restart_clocks(now)
+
+    def progress_since(self, cursor: int) -> ProgressDelta:
+        """Training progress since `cursor`, for the progress journal."""
+        with self._lock:
+            return self._tasks.progress_since(cursor)
+
     # -- evaluation ------------------------------------------------------------------------------
 
     def model_version(self) -> int:
@@ -159,6 +188,7 @@ class TaskState:
                     "planned": t.records_planned,
                     "trained": t.records_trained,
                     "redone": t.records_redone,
+                    "covered": t.records_covered,
                     "skipped_nonfinite_loss": s.nonfinite_records,
                 },
                 "epochs": [{"epoch": i, **asdict(e)} for i, e in enumerate(t.epochs)],

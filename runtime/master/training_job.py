@@ -41,6 +41,12 @@ from elasticdl.runtime.master.export import export_model, write_trained_model
 from elasticdl.runtime.master.instances import InstanceManager, LocalInstanceManager
 from elasticdl.runtime.master.options import TrainOptions
 from elasticdl.runtime.master.progress import ProgressDisplay
+from elasticdl.runtime.master.progress_journal import (
+    ProgressJournal,
+    plan_fingerprint,
+    resume_point,
+)
+from elasticdl.runtime.master.ps_health import PSHealthMonitor
 from elasticdl.runtime.master.scaling import ScaleInbox
 from elasticdl.runtime.master.servicer import MasterServicer, serve_master
 from elasticdl.runtime.master.supervisor import (
@@ -49,8 +55,13 @@ from elasticdl.runtime.master.supervisor import (
     Supervisor,
     SupervisorConfig,
 )
-from elasticdl.runtime.master.task_manager import JobFailed, TaskManager, TaskManagerConfig
-from elasticdl.runtime.master.task_state import TaskState
+from elasticdl.runtime.master.task_manager import (
+    JobFailed,
+    Resumed,
+    TaskManager,
+    TaskManagerConfig,
+)
+from elasticdl.runtime.master.task_state import TaskState, timeout_floor
 from elasticdl.runtime.master.training_plugin import Evaluations, TrainingPlugin
 from elasticdl.runtime.model_spec import load_model_spec
 from elasticdl.runtime.outputs import check_output, publish, staging_dir
@@ -104,6 +115,7 @@ class TrainingJob:
         self.master_addr = ""
         """The master's gRPC address, once `run()` serves it."""
         self._supervisor: Supervisor | None = None
+        self._journal: ProgressJournal | None = None
 
     # -- preparation ---------------------------------------------------------------------------
 
@@ -165,13 +177,31 @@ class TrainingJob:
                 shuffle=o.shuffle,
                 seed=o.seed,
                 max_task_retries=o.max_task_retries,
-                timeout_floor_s=o.task_timeout_floor_s,
+                timeout_floor_s=timeout_floor(o.task_timeout_floor_s),
             ),
             now=time.monotonic(),
+            resumed=self._open_journal(shards, checkpoint_dir, init_dir),
         )
         work = Path(o.log_dir) if o.log_dir else Path(tempfile.mkdtemp(prefix=f"{self.job_name}-"))
         work.mkdir(parents=True, exist_ok=True)
         return config, tasks, sample, work
+
+    def _open_journal(self, shards: list[Any], checkpoint_dir: str, init_dir: str) -> Resumed:
+        """Start this run's progress journal beside the checkpoints; when resuming, what the
+        checkpoint already holds of the plan (those records are not trained again)."""
+        o = self.options
+        plan = plan_fingerprint(shards, o.seed, o.shuffle)
+        point = None
+        if init_dir and self._resumed_from is not None:
+            point = resume_point(init_dir, self._resumed_from["model_version"], plan)
+            if not point.journaled:
+                log.info("no progress journal in %s: every record is trained again", init_dir)
+        if not checkpoint_dir:
+            return point.resumed if point else Resumed()
+        self._journal = ProgressJournal(checkpoint_dir)
+        return self._journal.open_run(
+            plan, point.from_version if point else -1, point.resumed if point else None
+        )
 
     def _check_checkpoints(self, config: JobConfig, sample: list[bytes], file: str) -> None:
         """Fail before starting anything if --checkpoint_dir_for_init does not fit the model."""
@@ -245,14 +275,16 @@ class TrainingJob:
         progress = ProgressDisplay(task_manager.records_planned, o.num_epochs)
         live = views.LiveViews(self.events, progress, work / "tensorboard")
         error, status, training_s = "", "failed", 0.0
-        ps_client = None
+        ps_client = health = plugin = None
         try:
             with _stop_on_signals(self.request_stop):
                 supervisor.start()
                 from elasticdl.runtime.ps.client import PSClient
 
                 ps_client = PSClient(supervisor.ps_addrs)
-                supervisor.plugin = TrainingPlugin(
+                health = PSHealthMonitor(supervisor.ps_addrs)
+                health.start()
+                plugin = supervisor.plugin = TrainingPlugin(
                     self.events,
                     Evaluations(
                         self._eval_shards,
@@ -264,6 +296,8 @@ class TrainingJob:
                     live,
                     self._checkpoint_dir,
                     ps_client,
+                    health,
+                    self._journal,
                 )
                 supervisor.watch()
             tasks.release_workers()
@@ -284,6 +318,7 @@ class TrainingJob:
             )
             # Stopped before the report, so that the checkpoints it lists are all written.
             manager.shutdown()
+            plugin.journal_progress(tasks)
             tasks.drain_events(self.events)
             live.update(tasks.snapshot(), 0, force=True)
             report = self._report(tasks, "succeeded", "", training_s, supervisor, pulled.version)
@@ -303,6 +338,10 @@ class TrainingJob:
             self.scale_inbox.close(f"job {self.job_name} is stopping")
             supervisor.drain_workers(STOP_DRAIN_S)
         finally:
+            if plugin is not None and status != "succeeded":
+                plugin.journal_progress(tasks)
+            if health is not None:
+                health.stop()
             self.scale_inbox.close(f"job {self.job_name} has ended")
             manager.shutdown()
             server.stop(grace=1.0)

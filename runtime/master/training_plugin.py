@@ -1,8 +1,11 @@
 """What a training job plugs into the supervisor: PS progress and recovery, evaluation, views.
 
 * a lost worker's true progress is what its gradients did to the PS (`applied_progress`);
-* a relaunched PS restores the newest valid checkpoint; the job waits until it serves again
-  to measure the real downtime;
+* every PS is probed for liveness (ps_health.py): one that answers no probe is reported to
+  the supervisor, which kills and relaunches it; a relaunched PS restores the newest valid
+  checkpoint, and its downtime lasts until it answers a probe again;
+* the data plan's progress is journaled beside the checkpoints each pass
+  (progress_journal.py), so a resumed job trains only what its checkpoint lacks;
 * evaluation rounds start every --evaluation_steps model versions and once at the end; the
   job is done when every training task and the final evaluation are;
 * each pass moves task events and loss reports into the log and refreshes the progress
@@ -18,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from elasticdl.runtime.master.events import EvaluationDone, EvaluationStarted, EventLog
 from elasticdl.runtime.master.exits import Role
+from elasticdl.runtime.master.progress_journal import ProgressJournal
+from elasticdl.runtime.master.ps_health import PSHealthMonitor
 from elasticdl.runtime.master.report import LiveViews
 from elasticdl.runtime.master.supervisor import JobPlugin
 from elasticdl.runtime.master.task_state import TaskState
@@ -81,12 +86,25 @@ class TrainingPlugin(JobPlugin):
         views: LiveViews,
         checkpoint_dir: str,
         ps_client: Any,
+        health: PSHealthMonitor,
+        journal: ProgressJournal | None,
     ) -> None:
         self._events = events
         self._evaluations = evaluations
         self._views = views
         self._checkpoint_dir = checkpoint_dir
         self._ps_client = ps_client
+        self._health = health
+        self._journal = journal
+        self._cursor = 0
+
+    def journal_progress(self, tasks: TaskState) -> None:
+        """Append the progress since the last call to the journal beside the checkpoints."""
+        if self._journal is None:
+            return
+        delta = tasks.progress_since(self._cursor)
+        self._journal.append(delta)
+        self._cursor = delta.cursor
 
     def applied_progress(self, task_ids: Sequence[int]) -> dict[int, int]:
         return dict(self._ps_client.applied_progress(list(task_ids)))
@@ -97,6 +115,7 @@ class TrainingPlugin(JobPlugin):
     def on_pass(self, supervisor: Supervisor) -> None:
         tasks = supervisor.tasks
         self._evaluations.on_pass(tasks)
+        self.journal_progress(tasks)
         tasks.drain_events(self._events)
         self._views.update(tasks.snapshot(), len(supervisor.manager.alive(Role.WORKER)))
 
@@ -110,12 +129,11 @@ class TrainingPlugin(JobPlugin):
             log.warning("could not list checkpoints in %s: %s", directory, err)
             return None
 
+    def ps_started(self, ps_id: int, address: str) -> None:
+        self._health.set_address(ps_id, address)
+
+    def unresponsive_ps(self, now: float) -> list[tuple[int, float]]:
+        return [(i, self._health.down_since(i) or now) for i in self._health.unresponsive(now)]
+
     def wait_serving(self, ps_id: int, address: str, timeout: float) -> float:
-        import grpc
-
-        from elasticdl.runtime.job_config import GRPC_OPTIONS
-
-        started = time.monotonic()
-        with grpc.insecure_channel(address, options=GRPC_OPTIONS) as channel:
-            grpc.channel_ready_future(channel).result(timeout=timeout)
-        return time.monotonic() - started
+        return self._health.wait_serving(address, timeout)

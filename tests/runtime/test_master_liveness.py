@@ -2,6 +2,10 @@
 
 * SIGTERM to the master stops the job cleanly: workers finish their minibatch and leave, the
   report says "stopped" (in the log directory), the checkpoints stay, nothing is published.
+* A SIGSTOPped parameter server answers no liveness probe: it is killed and relaunched from its
+  checkpoint, the workers are not blamed, and the job trains every record.
+* A SIGSTOPped worker is caught in under 30 s with the default task timeout settings.
+(A resume after SIGKILL of the master: test_fault_tolerance.py, `killed_job`.)
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from job_checks import context_of, report_of
+from job_checks import assert_records_accounted, context_of, report_of
 
+import elasticdl
 from elasticdl.runtime.data import generate as gen
 from elasticdl.runtime.ps import checkpoint
 
@@ -108,3 +113,65 @@ def test_sigterm_to_the_master_stops_the_job_with_a_stopped_report(tmp_path, reg
     assert sorted(p.name for p in output.iterdir()) == ["checkpoints"], "nothing published"
     kept = [c["version"] for c in report["checkpoints"]]
     assert kept and kept == checkpoint.valid_versions(str(checkpoints)), context
+
+
+def events(report: dict, kind: str) -> list[dict]:
+    return [e for e in report["events"] if e["kind"] == kind]
+
+
+def test_a_hung_ps_is_killed_and_relaunched_from_its_checkpoint(tmp_path, regression_data):
+    output = tmp_path / "model"
+    result = elasticdl.train(
+        model_def="regressor.DNN",
+        params="hidden_units=[8]",
+        data=str(regression_data),
+        output=str(output),
+        log_dir=str(tmp_path / "logs"),
+        num_workers=2,
+        minibatch_size=32,
+        records_per_task=128,
+        num_epochs=3,
+        checkpoint_steps=5,
+        chaos="ps0:stop@tasks=4",
+    )
+    assert result.succeeded, result.error
+    report = report_of(output)
+    context = context_of(report, "records", "failures", "recoveries", "events", "workers")
+    assert_records_accounted(report, max_redone=2 * 32)
+    (failure,) = report["failures"]
+    assert (failure["role"], failure["id"], failure["kind"]) == ("ps", 0, "hung"), context
+    assert "answered no liveness probe" in failure["cause"], context
+    assert failure["restored_version"] % 5 == 0, context
+    # Not the workers' fault: none was killed for a task timeout, none failed.
+    assert not events(report, "task_timeout") and report["workers"]["failed"] == 0, context
+    (stop,) = events(report, "chaos")
+    (unresponsive,) = events(report, "ps_unresponsive")
+    assert unresponsive["at_s"] - stop["at_s"] < 20, context
+    # Its downtime runs from its first unanswered probe until the relaunched PS answered.
+    assert failure["relaunch_s"] > unresponsive["silent_s"] > 0, context
+    assert report["parameter_servers"]["relaunched"] == 1
+
+
+def test_a_hung_worker_is_caught_in_under_30_s_by_default(tmp_path, regression_data):
+    output = tmp_path / "model"
+    result = elasticdl.train(
+        model_def="regressor.DNN",
+        params="hidden_units=[8]",
+        data=str(regression_data),
+        output=str(output),
+        num_workers=2,
+        minibatch_size=32,
+        records_per_task=128,
+        num_epochs=4,
+        chaos="worker1:stop@tasks=1",
+    )
+    assert result.succeeded, result.error
+    report = report_of(output)
+    context = context_of(report, "records", "failures", "events", "workers")
+    assert_records_accounted(report, max_redone=32)
+    (stop,) = events(report, "chaos")
+    (timeout,) = events(report, "task_timeout")
+    assert timeout["worker_id"] == 1, context
+    assert timeout["at_s"] - stop["at_s"] < 30, context
+    (failure,) = report["failures"]
+    assert failure["kind"] == "timed_out" and failure["relaunched_as"] == 2, context

@@ -21,7 +21,7 @@ Exit kinds:
 The decision table (`decide`), first matching row wins:
 
     role    when                                          action
-    any     the job is finishing (every task done)        ignore
+    any     every task was done when it ended             ignore
     worker  retired                                       retire (no relaunch, no failure)
     worker  exited                                        ignore (nothing left to do)
     worker  the job has its target of workers             retire

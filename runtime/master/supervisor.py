@@ -280,8 +280,11 @@ class Supervisor:
         else:
             self._on_worker_exit(exit_, why, words)
 
-    def _phase(self) -> Phase:
-        return Phase.FINISHING if self._stopping or self.tasks.finished() else Phase.RUNNING
+    def _phase(self, finished: bool) -> Phase:
+        """The job's phase when an instance ended (`finished`: every task was done then; a
+        worker that ends holding the last task's remainder finds the job running, and is
+        replaced like any other)."""
+        return Phase.FINISHING if self._stopping or finished else Phase.RUNNING
 
     def _on_worker_exit(self, exit_: InstanceExit, why: Why | None, words: str) -> None:
         index = exit_.index
@@ -328,7 +331,7 @@ class Supervisor:
         if job_failure is not None:
             self.events.add(InstanceLost(exit_.at, action=str(Action.IGNORE), **lost))
             raise JobFailed(job_failure)
-        phase = self._phase()
+        phase = self._phase(finished)
         budget = self.config.max_worker_relaunches
         situation = Situation(
             phase=phase,
@@ -365,7 +368,7 @@ class Supervisor:
         detected_at = self._hung_ps.pop(index, exit_.at)
         tail = last_line(exit_.log_tail)
         cause = cause_of(kind, exit_.exit_code, exit_.signal, words, exit_.message, tail)
-        phase = self._phase()
+        phase = self._phase(self.tasks.finished())
         budget = self.config.max_ps_relaunches
         situation = Situation(
             phase=phase,

@@ -16,7 +16,8 @@
    `job_report.json` and the `_SUCCESS` marker, publish (one rename for a local output).
    evaluate: merge the workers' additive metric states into the model's metrics.
 
-A failed job leaves no output behind.
+A failed job leaves no output behind; neither does one stopped by SIGTERM or SIGINT to the
+master (its workers finish their minibatch; the report, status "stopped", is in the log dir).
 """
 
 from __future__ import annotations
@@ -42,10 +43,16 @@ from elasticdl.runtime.data.shards import Shard, plan_shards
 from elasticdl.runtime.job_config import JobConfig, host_port
 from elasticdl.runtime.master import report as views
 from elasticdl.runtime.master.chaos import ChaosSpecError, parse_chaos
-from elasticdl.runtime.master.events import EventLog
+from elasticdl.runtime.master.events import EventLog, JobStopped
 from elasticdl.runtime.master.instances import InstanceManager, LocalInstanceManager
 from elasticdl.runtime.master.servicer import MasterServicer, serve_master
-from elasticdl.runtime.master.supervisor import JobPlugin, Supervisor, SupervisorConfig
+from elasticdl.runtime.master.supervisor import (
+    JobPlugin,
+    StopRequested,
+    Supervisor,
+    SupervisorConfig,
+    stop_on_signals,
+)
 from elasticdl.runtime.master.task_manager import (
     JobFailed,
     TaskManager,
@@ -63,6 +70,8 @@ log = logging.getLogger("elasticdl.master")
 SUCCESS_MARKER = "_SUCCESS"
 MIN_WORKERS = 1
 """--min_workers of an inference job: it fails once no worker is left (no flag yet)."""
+STOP_DRAIN_S = 20.0
+"""On SIGTERM to the master, how long workers get to finish their minibatch and leave."""
 
 
 @dataclass
@@ -290,8 +299,9 @@ class InferenceJob:
         status, error, metrics = "failed", "", {}
         rows_written = 0
         try:
-            supervisor.start()
-            supervisor.watch()
+            with stop_on_signals(supervisor):
+                supervisor.start()
+                supervisor.watch()
             seconds = time.monotonic() - supervisor.t0
             if task_type is TaskType.EVALUATION:
                 metrics = self._merged_metrics(tasks, facts["metrics"])
@@ -306,14 +316,20 @@ class InferenceJob:
             error = str(err)
             seconds = time.monotonic() - supervisor.t0
             report = self._report(tasks, supervisor, "failed", error, seconds, facts)
+        except StopRequested as stop:
+            status, error = "stopped", f"stopped by {stop}"
+            self.events.add(JobStopped(time.monotonic(), str(stop)))
+            supervisor.drain_workers(STOP_DRAIN_S)
+            seconds = time.monotonic() - supervisor.t0
+            report = self._report(tasks, supervisor, status, error, seconds, facts)
         finally:
             manager.shutdown()
             server.stop(grace=1.0)
         views.write(report, work)
-        if status == "failed":
+        if status != "succeeded":
             if config.prediction_dir:
                 _remove(config.prediction_dir)
-            log.error("job %s failed: %s (report and logs in %s)", self.job_name, error, work)
+            log.error("job %s %s: %s (report and logs in %s)", self.job_name, status, error, work)
         log.info("%s", summary_line(report))
         return InferenceResult(status, o.output, report, error, metrics)
 

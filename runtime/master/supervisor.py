@@ -23,7 +23,8 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from elasticdl.runtime.master.chaos import ChaosAction
@@ -441,7 +442,9 @@ class Supervisor:
 
     # -- the end -------------------------------------------------------------------------------
 
-    def stop_workers(self, leave_s: float, why: Why = Why.FINISHED, sig: int = signal.SIGKILL):
+    def stop_workers(
+        self, leave_s: float, why: Why = Why.FINISHED, sig: int = signal.SIGKILL
+    ) -> None:
         """Let workers leave by themselves for `leave_s`, then send `sig` to the rest."""
         deadline = time.monotonic() + leave_s
         while self.manager.alive(Role.WORKER) and time.monotonic() < deadline:
@@ -464,3 +467,21 @@ class Supervisor:
         for exit_ in self.manager.exits(timeout=timeout):
             if exit_.role is Role.WORKER:
                 self.on_exit(exit_)
+
+
+@contextmanager
+def stop_on_signals(supervisor: Supervisor) -> Iterator[None]:
+    """While a job runs in the main thread, SIGTERM and SIGINT ask its supervisor to stop."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(number: int, _frame: object) -> None:
+        supervisor.request_stop(signal.Signals(number).name)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

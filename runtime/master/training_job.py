@@ -19,13 +19,10 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import tempfile
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +51,7 @@ from elasticdl.runtime.master.supervisor import (
     StopRequested,
     Supervisor,
     SupervisorConfig,
+    stop_on_signals,
 )
 from elasticdl.runtime.master.task_manager import (
     JobFailed,
@@ -277,7 +275,7 @@ class TrainingJob:
         error, status, training_s = "", "failed", 0.0
         ps_client = health = plugin = None
         try:
-            with _stop_on_signals(self.request_stop):
+            with stop_on_signals(supervisor):
                 supervisor.start()
                 from elasticdl.runtime.ps.client import PSClient
 
@@ -414,22 +412,6 @@ class TrainingJob:
         for v in versions:
             path = f"{root}/{checkpoint.version_dirname(v)}"
             self.events.add(CheckpointFound(now, v, path))
-
-
-@contextmanager
-def _stop_on_signals(stop: Callable[[str], None]) -> Iterator[None]:
-    """While the job runs in the main thread, SIGTERM and SIGINT stop it cleanly."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {}
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        previous[sig] = signal.signal(sig, lambda num, _frame: stop(signal.Signals(num).name))
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def job_config(

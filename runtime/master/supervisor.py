@@ -184,9 +184,6 @@ class Supervisor:
         """Workers alive and not on their way out."""
         return [w for w in self.manager.alive(Role.WORKER) if w not in self.retired]
 
-    def elapsed(self) -> float:
-        return round(time.monotonic() - self.t0, 3)
-
     # -- the loop ------------------------------------------------------------------------------
 
     def request_stop(self, reason: str) -> None:

@@ -112,7 +112,6 @@ class TrainingJob:
         """Requests to resize the running job (`elasticdl scale`); see scaling.py."""
         self.master_addr = ""
         """The master's gRPC address, once `run()` serves it."""
-        self._supervisor: Supervisor | None = None
         self._journal: ProgressJournal | None = None
 
     # -- preparation ---------------------------------------------------------------------------
@@ -231,11 +230,6 @@ class TrainingJob:
 
     # -- the job -------------------------------------------------------------------------------
 
-    def request_stop(self, reason: str) -> None:
-        """Stop the running job cleanly (what SIGTERM to the master does)."""
-        if self._supervisor is not None:
-            self._supervisor.request_stop(reason)
-
     def run(self) -> JobResult:
         """Run the job to the end; raise ValueError/FileNotFoundError for bad input."""
         config, task_manager, sample, work = self._prepare()
@@ -268,7 +262,6 @@ class TrainingJob:
             JobPlugin(),  # until the PS are up: the training plug-in needs their client
             scale_inbox=self.scale_inbox,
         )
-        self._supervisor = supervisor
         self.master_addr = master_addr
         progress = ProgressDisplay(task_manager.records_planned, o.num_epochs)
         live = views.LiveViews(self.events, progress, work / "tensorboard")

@@ -5,6 +5,7 @@
 * A SIGSTOPped parameter server answers no liveness probe: it is killed and relaunched from its
   checkpoint, the workers are not blamed, and the job trains every record.
 * A SIGSTOPped worker is caught in under 30 s with the default task timeout settings.
+* SIGTERM to a prediction master: workers stop, the report says "stopped", no output is left.
 (A resume after SIGKILL of the master: test_fault_tolerance.py, `killed_job`.)
 """
 
@@ -175,3 +176,55 @@ def test_a_hung_worker_is_caught_in_under_30_s_by_default(tmp_path, regression_d
     assert timeout["at_s"] - stop["at_s"] < 30, context
     (failure,) = report["failures"]
     assert failure["kind"] == "timed_out" and failure["relaunched_as"] == 2, context
+
+
+SLOW_PROCESSOR = """
+class PredictionOutputsProcessor:
+    def process(self, predictions, worker_id, task=None):
+        open(os.path.join(os.environ["TINY_PROCESSOR_DIR"], f"w{worker_id}"), "a").close()
+        time.sleep(0.5)
+"""
+
+
+def test_sigterm_to_a_prediction_master_leaves_no_output(tmp_path, regression_data, monkeypatch):
+    from tiny_zoo import tiny_zoo
+
+    zoo = tmp_path / "zoo"
+    zoo.mkdir()
+    (zoo / "tiny.py").write_text(tiny_zoo(SLOW_PROCESSOR))
+    model = tmp_path / "trained"
+    trained = elasticdl.train(
+        model_zoo=str(zoo),
+        model_def="tiny.custom_model",
+        data=str(regression_data),
+        output=str(model),
+        num_workers=1,
+        minibatch_size=64,
+        records_per_task=512,
+    )
+    assert trained.succeeded, trained.error
+    calls, output, logs = tmp_path / "calls", tmp_path / "predictions", tmp_path / "logs"
+    calls.mkdir()
+    monkeypatch.setenv("TINY_PROCESSOR_DIR", str(calls))
+    argv = [
+        *(sys.executable, "-P", "-m", "elasticdl", "predict", "--data", str(regression_data)),
+        *("--trained_model", str(model), "--output", str(output), "--log_dir", str(logs)),
+        *("--num_workers", "2", "--minibatch_size", "8", "--records_per_task", "64"),
+    ]
+    master = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_for(lambda: any(calls.iterdir()) or master.poll() is not None, "a prediction", 120)
+        assert master.poll() is None, master.communicate()[1].decode()[-3000:]
+        master.send_signal(signal.SIGTERM)
+        _, err = master.communicate(timeout=60)
+    finally:
+        if master.poll() is None:
+            master.kill()
+            master.wait()
+    assert master.returncode == 1
+    assert err.decode().strip().splitlines()[-1].endswith("stopped by SIGTERM"), err[-2000:]
+    assert _processes_of(logs / "job.json") == [], "every worker ended"
+    report = report_of(logs)
+    assert report["status"] == "stopped" and report["kind"] == "predict"
+    assert report["failures"] == [], context_of(report, "workers", "events")
+    assert not output.exists() and not list(tmp_path.glob(".predictions.staging-*"))

@@ -23,6 +23,7 @@ from job_checks import assert_records_accounted, context_of, report_of
 import elasticdl
 from elasticdl.runtime.data import generate as gen
 from elasticdl.runtime.job_config import JobConfig
+from elasticdl.runtime.master import progress_journal
 from elasticdl.runtime.master.report import summary_line
 from elasticdl.runtime.outputs import OutputError
 from elasticdl.runtime.ps import checkpoint
@@ -364,6 +365,12 @@ def test_a_new_master_resumes_from_the_checkpoint_of_a_killed_one(
     covered = report["records"]["covered"]
     assert 0 < covered <= version * 32 and covered % 32 == 0, report["records"]
     assert report["model_version"] == version + (2048 - covered) // 32
+    # What the killed run trained beyond its checkpoint (journaled) is trained again: redone.
+    plan = progress_journal.read_journal(checkpoints)[0]["plan"]
+    point = progress_journal.resume_point(checkpoints, version, plan)
+    assert covered == sum(point.resumed.covered.values())
+    earlier = sum(point.resumed.trained.values())
+    assert report["records"]["redone"] == earlier - covered, report["records"]
     assert_records_accounted(report)
     assert f"resumed from model version {version}" in summary_line(report)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import tempfile
 import time
 import uuid
@@ -314,8 +315,6 @@ class TrainingJob:
             live.update(tasks.snapshot(), 0, force=True)
             report = self._report(tasks, "succeeded", "", training_s, supervisor, pulled.version)
             views.write(report, staged, work)
-            import shutil
-
             shutil.copytree(work / "tensorboard", staged / "tensorboard")
             write_trained_model(trained, staged)
             publish(staged, o.output)
@@ -323,7 +322,8 @@ class TrainingJob:
         except JobFailed as err:
             error = str(err)
         except StopRequested as stop:
-            status, error = "stopped", f"stopped by {stop}; checkpoints are kept"
+            kept = "; checkpoints are kept" if self._checkpoint_dir else ""
+            status, error = "stopped", f"stopped by {stop}{kept}"
             self.events.add(JobStopped(time.monotonic(), str(stop)))
             log.warning("job %s: %s: workers finish their minibatch", self.job_name, stop)
             self.scale_inbox.close(f"job {self.job_name} is stopping")

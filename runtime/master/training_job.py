@@ -289,6 +289,7 @@ class TrainingJob:
                     self._checkpoint_dir,
                     ps_client,
                     health,
+                    o.num_ps,
                     self._journal,
                 )
                 supervisor.watch()

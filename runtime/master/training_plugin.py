@@ -87,6 +87,7 @@ class TrainingPlugin(JobPlugin):
         checkpoint_dir: str,
         ps_client: Any,
         health: PSHealthMonitor,
+        num_ps: int,
         journal: ProgressJournal | None,
     ) -> None:
         self._events = events
@@ -97,6 +98,9 @@ class TrainingPlugin(JobPlugin):
         self._health = health
         self._journal = journal
         self._cursor = 0
+        self._num_ps = num_ps
+        self._serving: set[int] = set()
+        """PS that answered a probe since their (re)start."""
 
     def journal_progress(self, tasks: TaskState) -> None:
         """Append the progress since the last call to the journal beside the checkpoints."""
@@ -130,10 +134,18 @@ class TrainingPlugin(JobPlugin):
             return None
 
     def ps_started(self, ps_id: int, address: str) -> None:
+        self._serving.discard(ps_id)
         self._health.set_address(ps_id, address)
 
     def unresponsive_ps(self, now: float) -> list[tuple[int, float]]:
-        return [(i, self._health.down_since(i) or now) for i in self._health.unresponsive(now)]
+        """PS that answered probes since their start and then stopped answering. One that never
+        answered is left alone: it may still be starting (a pod waiting for a node or an
+        image); if it dies, its exit is handled like any other."""
+        for ps_id in range(self._num_ps):
+            if self._health.status(ps_id, now) == "alive":
+                self._serving.add(ps_id)
+        hung = [i for i in self._health.unresponsive(now) if i in self._serving]
+        return [(i, self._health.down_since(i) or now) for i in hung]
 
     def wait_serving(self, ps_id: int, address: str, timeout: float) -> float:
         return self._health.wait_serving(address, timeout)

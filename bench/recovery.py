@@ -49,7 +49,7 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 def run_job(data: Path, root: Path, name: str, epochs: int, **extra: Any) -> dict[str, Any]:
     """One job; returns its report plus `wall_s` (the whole run)."""
-    from elasticdl.runtime.master.job import TrainingJob
+    from elasticdl.runtime.master.training_job import TrainingJob
     from elasticdl.train_command import options_from_kwargs
 
     options = options_from_kwargs(

@@ -38,7 +38,7 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 def run_job(data: Path, root: Path, name: str, epochs: int, workers: int, grow_to: int = 0):
     """One job; its report plus `wall_s`, and (grown) the request's `answer_s`/`answered_at`."""
-    from elasticdl.runtime.master.job import TrainingJob
+    from elasticdl.runtime.master.training_job import TrainingJob
     from elasticdl.scale_command import scale_via_master
     from elasticdl.train_command import options_from_kwargs
 

@@ -255,7 +255,7 @@ def process_cpu() -> dict[str, float]:
 def timed_job_class() -> type:
     """TrainingJob that timestamps every progress report as the master receives it, and reads
     the CPU time of its processes at the first report and when the last record is reported."""
-    from elasticdl.runtime.master.job import TrainingJob
+    from elasticdl.runtime.master.training_job import TrainingJob
 
     class TimedJob(TrainingJob):  # type: ignore[misc, valid-type]
         timeline: list[tuple[float, int, int, int]]

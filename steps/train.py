@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING, Any
 from elasticdl.runtime import job_options
 
 if TYPE_CHECKING:
-    from elasticdl.runtime.master.job import JobResult
     from elasticdl.runtime.master.options import TrainOptions
+    from elasticdl.runtime.master.training_job import JobResult
 
 log = logging.getLogger("elasticdl.steps.train")
 
@@ -119,7 +119,7 @@ def run(
         options.checkpoint_dir_for_init = own
     elif init_from_latest:
         options.checkpoint_dir_for_init = checkpoint_dir_from_latest(init_from_latest)
-    from elasticdl.runtime.master.job import TrainingJob
+    from elasticdl.runtime.master.training_job import TrainingJob
 
     if instance_manager != "kubernetes":
         return TrainingJob(options).run()

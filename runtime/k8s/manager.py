@@ -10,9 +10,9 @@ The same interface as `LocalInstanceManager` (mechanism only; the master keeps t
   (ResourceQuota exceeded, 409 conflict, throttling, 5xx) is retried with exponential backoff
   (`CreationBackoff`); one refused for good, or retried past the backoff's limit, is reported
   as a failed exit with the API's message.
-* A watch thread lists the job's pods (label `elasticdl-job-name`), then watches from the
-  list's resourceVersion, and lists again every `resync_s`, after a 410 Gone and after a
-  broken connection. Every event goes to the pure `PodTracker` (pod_states.py); each ended
+* A watch thread (pod_watch.py) lists the job's pods (label `elasticdl-job-name`), then watches
+  from the list's resourceVersion, and lists again every `resync_s`, after a 410 Gone and after
+  a broken connection. Every event goes to the pure `PodTracker` (pod_states.py); each ended
   pod becomes a `PodExit` (an `InstanceExit` with `outcome`, `message`) on the `exits()`
   queue. A pod on a lost node is force-deleted.
 * `signal(role, i, SIGTERM)` deletes the pod with its termination grace period (the kubelet
@@ -48,6 +48,7 @@ from kubernetes.client.rest import ApiException
 from elasticdl.runtime.k8s import manifests
 from elasticdl.runtime.k8s.manifests import ClusterSpec
 from elasticdl.runtime.k8s.pod_states import (
+    EXIT_KIND,
     CreationBackoff,
     Decision,
     Outcome,
@@ -55,6 +56,8 @@ from elasticdl.runtime.k8s.pod_states import (
     Refusal,
     creation_refusal,
 )
+from elasticdl.runtime.k8s.pod_watch import PodWatch
+from elasticdl.runtime.master.exits import ExitKind
 from elasticdl.runtime.master.instances import (
     InstanceExit,
     InstanceManager,
@@ -70,23 +73,21 @@ _SHUTDOWN_MARGIN_S = 10.0
 
 @dataclass(frozen=True)
 class PodExit(InstanceExit):
-    """An `InstanceExit` with what Kubernetes said about the pod.
-
-    `outcome` (pod_states.Outcome): succeeded, preempted, oom, failed. `reason` gives the
-    master's words: exited (code 0), preempted, oom, failed, killed."""
+    """An `InstanceExit` with what Kubernetes said about the pod: `outcome`
+    (pod_states.Outcome), its `ExitKind` as `observed` (preempted and oom beyond what an exit
+    status tells), the tracker's `message` and the pod's name."""
 
     outcome: str = ""
-    message: str = ""
     pod: str = ""
 
-    @property
-    def reason(self) -> str:
-        if self.outcome in (Outcome.PREEMPTED, Outcome.OOM):
-            return self.outcome
-        return super().reason
 
-    def describe(self) -> str:
-        return f"{self.role}{self.index} {self.message}" if self.message else super().describe()
+def _observed(outcome: Outcome, sig: int | None) -> ExitKind | None:
+    """The exit kind of a pod's outcome; a failed pod ended by a signal (one the master sent)
+    was killed."""
+    kind = EXIT_KIND[outcome]
+    if kind is ExitKind.FAILED and sig is not None:
+        return ExitKind.KILLED
+    return kind
 
 
 def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> Any:
@@ -173,8 +174,6 @@ class KubernetesInstanceManager(InstanceManager):
         self._config_json = config_json
         self._api = client.CoreV1Api(api_client or load_api_client())
         self._new_backoff = backoff
-        self._resync_s = resync_s
-        self._watch_timeout_s = watch_timeout_s
         self._selector = manifests.job_selector(self.prefix)
         self._lock = threading.Condition()
         self._tracker = PodTracker()
@@ -188,14 +187,21 @@ class KubernetesInstanceManager(InstanceManager):
         self._seq = itertools.count()
         self._closing = False
         """No more creations (shutdown began)."""
-        self._stopping = False
-        """The watch stops (shutdown is over)."""
-        self._watch_ready = threading.Event()
-        self._watch: Any = None
+        self._watch = PodWatch(
+            self._api,
+            self.namespace,
+            self._selector,
+            self._expected,
+            self._listed,
+            self._observed_event,
+            backoff,
+            resync_s,
+            watch_timeout_s,
+        )
         self._scale_listener: Any = None
         self._config_annotations: dict[str, str] = {}
         self._creator = threading.Thread(target=self._create_loop, name="k8s-create", daemon=True)
-        self._watcher = threading.Thread(target=self._watch_loop, name="k8s-watch", daemon=True)
+        self._watcher = threading.Thread(target=self._watch.run, name="k8s-watch", daemon=True)
         self._creator.start()
         self._watcher.start()
 
@@ -273,7 +279,7 @@ class KubernetesInstanceManager(InstanceManager):
             self._due.clear()
             self._lock.notify_all()
         grace = max(0, math.ceil(grace_s))
-        self._call(
+        _call(
             "delete pods",
             lambda: self._api.delete_collection_namespaced_pod(
                 self.namespace, label_selector=self._selector, grace_period_seconds=grace
@@ -288,28 +294,14 @@ class KubernetesInstanceManager(InstanceManager):
                 self._lock.wait(timeout=min(left, 0.2))
         if not first:
             return
-        self._call(
-            "delete services",
-            lambda: self._api.delete_collection_namespaced_service(
-                self.namespace, label_selector=self._selector
-            ),
-        )
-        self._call(
-            "delete the config map",
-            lambda: self._api.delete_collection_namespaced_config_map(
-                self.namespace, label_selector=self._selector
-            ),
-        )
-        self._call(
-            "delete the secret",
-            lambda: self._api.delete_collection_namespaced_secret(
-                self.namespace, label_selector=self._selector
-            ),
-        )
-        self._stopping = True
-        watch = self._watch
-        if watch is not None:
-            watch.stop()
+        selector = self._selector
+        for what, delete in (
+            ("services", self._api.delete_collection_namespaced_service),
+            ("the config map", self._api.delete_collection_namespaced_config_map),
+            ("the secret", self._api.delete_collection_namespaced_secret),
+        ):
+            _call(f"delete {what}", lambda d=delete: d(self.namespace, label_selector=selector))
+        self._watch.stop()
 
     # -- creating ----------------------------------------------------------------------------
 
@@ -337,7 +329,7 @@ class KubernetesInstanceManager(InstanceManager):
                 refusal = creation_refusal(err.status or 0, message)
                 if refusal is Refusal.CONFLICT:
                     log.info("replacing the %s %s left by an earlier attempt", kind, name)
-                    self._call(f"delete {kind} {name}", lambda: delete(name, self.namespace))
+                    _call(f"delete {kind} {name}", lambda: delete(name, self.namespace))
                 elif refusal is Refusal.FATAL:
                     raise RuntimeError(
                         f"cannot create {kind} {name} in namespace {self.namespace}: "
@@ -457,35 +449,13 @@ class KubernetesInstanceManager(InstanceManager):
 
     # -- watching ----------------------------------------------------------------------------
 
-    def _watch_loop(self) -> None:
-        failures = self._new_backoff()
-        while not self._stopping:
-            try:
-                version = self._resync()
-                failures.reset()
-                self._watch_ready.set()
-                listed_at = time.monotonic()
-                while not self._stopping and time.monotonic() - listed_at < self._resync_s:
-                    version = self._watch_from(version)
-                    if version is None:
-                        break  # 410 Gone: list again
-            except Exception as err:  # noqa: BLE001 - keep watching whatever happens
-                if self._stopping:
-                    return
-                delay = failures.next_delay() or 5.0
-                log.warning("watching pods failed (%s); listing again in %.1f s", err, delay)
-                time.sleep(min(delay, 5.0))
-
-    def _resync(self) -> str:
-        """List the job's pods: feed each to the tracker; pods created before the list that it
-        lacks were deleted while nobody watched. Returns the list's resourceVersion."""
+    def _expected(self) -> list[str]:
         with self._lock:
-            expected = [n for n, i in self._by_pod.items() if i.created and not i.ended]
-        resp = self._api.list_namespaced_pod(
-            self.namespace, label_selector=self._selector, _preload_content=False
-        )
-        listing = json.loads(resp.data)
-        items = listing.get("items") or []
+            return [n for n, i in self._by_pod.items() if i.created and not i.ended]
+
+    def _listed(self, items: list[Mapping[str, Any]], expected: list[str]) -> None:
+        """A listing of the job's pods: feed each to the tracker; pods in `expected` (created
+        before the list was requested) that it lacks were deleted while nobody watched."""
         with self._lock:
             for item in items:
                 decision = self._tracker.observe("MODIFIED", item)
@@ -494,40 +464,12 @@ class KubernetesInstanceManager(InstanceManager):
             names = [(i.get("metadata") or {}).get("name", "") for i in items]
             for decision in self._tracker.vanished(expected, names):
                 self._decided(decision)
-        return str((listing.get("metadata") or {}).get("resourceVersion") or "")
 
-    def _watch_from(self, version: str) -> str | None:
-        """One watch request from `version`; the last resourceVersion seen, None on 410."""
-        from kubernetes import watch
-
-        stream = watch.Watch()
-        self._watch = stream
-        try:
-            for event in stream.stream(
-                self._api.list_namespaced_pod,
-                self.namespace,
-                label_selector=self._selector,
-                resource_version=version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=self._watch_timeout_s,
-                _request_timeout=self._watch_timeout_s + 15,
-                deserialize=False,
-            ):
-                kind = event.get("type")
-                obj = event.get("object") or {}
-                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                if kind in ("ADDED", "MODIFIED", "DELETED"):
-                    with self._lock:
-                        decision = self._tracker.observe(kind, obj)
-                        if decision is not None:
-                            self._decided(decision)
-                if self._stopping:
-                    break
-        except ApiException as err:
-            if err.status == 410:
-                return None
-            raise
-        return version
+    def _observed_event(self, kind: str, pod: Mapping[str, Any]) -> None:
+        with self._lock:
+            decision = self._tracker.observe(kind, pod)
+            if decision is not None:
+                self._decided(decision)
 
     # -- decisions -----------------------------------------------------------------------------
 
@@ -578,8 +520,9 @@ class KubernetesInstanceManager(InstanceManager):
                 signal=sig,
                 at=time.monotonic(),
                 log_tail=log_tail,
-                outcome=str(outcome),
+                observed=_observed(outcome, sig),
                 message=message,
+                outcome=str(outcome),
                 pod=inst.pod,
             )
         )
@@ -588,32 +531,35 @@ class KubernetesInstanceManager(InstanceManager):
     # -- API helpers ---------------------------------------------------------------------------
 
     def _read_pod(self, name: str) -> Mapping[str, Any] | None:
-        try:
-            resp = self._api.read_namespaced_pod(name, self.namespace, _preload_content=False)
-            return dict(json.loads(resp.data))
-        except ApiException as err:
-            if err.status != 404:
-                log.warning("reading pod %s: HTTP %s", name, err.status)
-            return None
+        return _read_pod(self._api, self.namespace, name)
 
     def _delete_pod(self, name: str, grace: int) -> None:
-        self._call(
-            f"delete pod {name}",
-            lambda: self._api.delete_namespaced_pod(
-                name, self.namespace, grace_period_seconds=grace
-            ),
+        delete = self._api.delete_namespaced_pod
+        _call(
+            f"delete pod {name}", lambda: delete(name, self.namespace, grace_period_seconds=grace)
         )
-
-    def _call(self, what: str, fn: Callable[[], Any]) -> None:
-        """An API call whose failure is logged, not raised (404: already gone)."""
-        try:
-            fn()
-        except ApiException as err:
-            if err.status != 404:
-                log.warning("%s: HTTP %s: %s", what, err.status, _status_message(err))
-        except Exception as err:  # noqa: BLE001 - best effort (cleanup)
-            log.warning("%s: %s", what, err)
 
     def wait_watching(self, timeout: float = 10.0) -> bool:
         """Whether the watch has done its first list (for tests and start-up logs)."""
-        return self._watch_ready.wait(timeout)
+        return self._watch.ready.wait(timeout)
+
+
+def _read_pod(api: Any, namespace: str, name: str) -> Mapping[str, Any] | None:
+    try:
+        resp = api.read_namespaced_pod(name, namespace, _preload_content=False)
+        return dict(json.loads(resp.data))
+    except ApiException as err:
+        if err.status != 404:
+            log.warning("reading pod %s: HTTP %s", name, err.status)
+        return None
+
+
+def _call(what: str, fn: Callable[[], Any]) -> None:
+    """An API call whose failure is logged, not raised (404: already gone)."""
+    try:
+        fn()
+    except ApiException as err:
+        if err.status != 404:
+            log.warning("%s: HTTP %s: %s", what, err.status, _status_message(err))
+    except Exception as err:  # noqa: BLE001 - best effort (cleanup)
+        log.warning("%s: %s", what, err)

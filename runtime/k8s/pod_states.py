@@ -44,18 +44,17 @@ was decided: every later event is ignored, e.g. the DELETED that follows Succeed
     TERMINATING                           SIGTERM         DONE         preempted
     NEW, PENDING, RUNNING, TERMINATING    ERROR           DONE         failed
 
-**Outcomes** and what they advise the master (`RELAUNCH`):
+**Outcomes** and the `ExitKind` (runtime/master/exits.py) each one reports (`EXIT_KIND`); what
+the job then does is decided once, by `exits.decide`, for pods and local processes alike:
 
-    running     the pod started                         nothing to do
-    succeeded   exit code 0                             relaunch only if work remains
-                                                        (a worker that finished its minibatch
-                                                        on SIGTERM), as the local manager does
-    preempted   137 without OOMKilled, SIGTERM in a     relaunch under a new id, not counted
-                drain, eviction, deletion while Pending against the failure budget
-                or Running, node lost
-    oom         OOMKilled                               never relaunched: it would run out of
-                                                        memory again; the message says so
-    failed      any other non-zero exit                 relaunch within the failure budget
+    running     the pod started                                     (no exit)
+    succeeded   exit code 0                                         exited
+    preempted   137 without OOMKilled, SIGTERM in a drain,          preempted
+                eviction, deletion while Pending or Running,
+                node lost
+    oom         OOMKilled                                           oom
+    failed      any other non-zero exit                             failed (killed when the
+                                                                    master deleted it)
 
 **Ordering.** Each pod's events are ordered by `metadata.resourceVersion` (compared as
 integers when both are, as etcd revisions are; otherwise only equality is known): an event not
@@ -76,6 +75,8 @@ import signal as signals
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from elasticdl.runtime.master.exits import ExitKind
 
 
 class PodState(enum.StrEnum):
@@ -109,28 +110,14 @@ class Outcome(enum.StrEnum):
     FAILED = "failed"
 
 
-class Relaunch(enum.StrEnum):
-    """What an outcome advises the master to do about the instance."""
-
-    NONE = "none"
-    """Still running: nothing to do."""
-    IF_WORK_REMAINS = "if_work_remains"
-    """Exit code 0: relaunch only if work remains (the local manager's rule)."""
-    NEW_ID = "new_id"
-    """Preempted: relaunch under a new id, not counted as a failure."""
-    NEVER = "never"
-    """OOMKilled: do not relaunch."""
-    BOUNDED = "bounded"
-    """Failed: relaunch within the failure budget."""
-
-
-RELAUNCH: Mapping[Outcome, Relaunch] = {
-    Outcome.RUNNING: Relaunch.NONE,
-    Outcome.SUCCEEDED: Relaunch.IF_WORK_REMAINS,
-    Outcome.PREEMPTED: Relaunch.NEW_ID,
-    Outcome.OOM: Relaunch.NEVER,
-    Outcome.FAILED: Relaunch.BOUNDED,
+EXIT_KIND: Mapping[Outcome, ExitKind | None] = {
+    Outcome.RUNNING: None,
+    Outcome.SUCCEEDED: ExitKind.EXITED,
+    Outcome.PREEMPTED: ExitKind.PREEMPTED,
+    Outcome.OOM: ExitKind.OOM,
+    Outcome.FAILED: ExitKind.FAILED,
 }
+"""The exit kind each outcome reports (None: the pod has not ended)."""
 
 _S = PodState
 _O = Observation
@@ -277,8 +264,9 @@ class Decision:
     FallbackToLogsOnError`, the last lines of its log when it failed."""
 
     @property
-    def relaunch(self) -> Relaunch:
-        return RELAUNCH[self.outcome]
+    def kind(self) -> ExitKind | None:
+        """The exit kind this decision reports (None while the pod runs)."""
+        return EXIT_KIND[self.outcome]
 
     @property
     def ended(self) -> bool:

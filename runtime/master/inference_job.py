@@ -7,18 +7,17 @@
    output location, all before starting a process;
 2. serve the Master service and start workers that load the trained parameters, through the
    instance manager the factory makes (local processes by default, pods on Kubernetes);
-3. hand out one task per record range; a task lost with its worker (killed, hung past the
-   timeout, preempted) goes back to the queue whole and its worker is relaunched within the
-   budget. A preemption (exit 0 after SIGTERM with work left; on Kubernetes also a pod deleted,
-   evicted or killed by SIGKILL without OOMKilled) is relaunched without counting against the
-   budget; a worker killed for running out of memory (Kubernetes: OOMKilled) is not relaunched,
-   it would run out again. Prediction tasks write one output part each, named by the range, so
-   a redone task replaces its own part;
+3. hand out one task per record range; the supervisor (supervisor.py), the same one training
+   jobs use, watches the workers: a task lost with its worker goes back to the queue whole and
+   the worker is relaunched by the one exit table (exits.py): a preemption for free, a failure
+   within the budget, an out-of-memory worker not at all. Prediction tasks write one output
+   part each, named by the range, so a redone task replaces its own part;
 4. predict: check that every part is there and holds exactly its range's rows, write
    `job_report.json` and the `_SUCCESS` marker, publish (one rename for a local output).
    evaluate: merge the workers' additive metric states into the model's metrics.
 
-A failed job leaves no output behind.
+A failed job leaves no output behind; neither does one stopped by SIGTERM or SIGINT to the
+master (its workers finish their minibatch; the report, status "stopped", is in the log dir).
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import signal
 import tempfile
 import time
 import uuid
@@ -44,23 +42,27 @@ from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import Shard, plan_shards
 from elasticdl.runtime.job_config import JobConfig, host_port
+from elasticdl.runtime.master import report as views
 from elasticdl.runtime.master.bounds import job_bound
-from elasticdl.runtime.master.chaos import due_actions, parse_chaos
-from elasticdl.runtime.master.instances import (
-    InstanceExit,
-    InstanceManager,
-    LocalInstanceManager,
-    Role,
-)
+from elasticdl.runtime.master.chaos import parse_chaos
+from elasticdl.runtime.master.events import EventLog, JobStopped
+from elasticdl.runtime.master.instances import InstanceManager, LocalInstanceManager, Role
 from elasticdl.runtime.master.options import InferenceOptions
-from elasticdl.runtime.master.report import event_dict
 from elasticdl.runtime.master.servicer import MasterServicer, serve_master
+from elasticdl.runtime.master.supervisor import (
+    JobPlugin,
+    StopRequested,
+    Supervisor,
+    SupervisorConfig,
+    stop_on_signals,
+)
 from elasticdl.runtime.master.task_manager import (
     JobFailed,
     TaskManager,
     TaskManagerConfig,
     TaskType,
 )
+from elasticdl.runtime.master.task_state import TaskState, timeout_floor
 from elasticdl.runtime.model_spec import load_model_spec
 from elasticdl.runtime.outputs import check_output
 from elasticdl.runtime.trained_model import TrainedModelError, read_trained_model
@@ -69,10 +71,10 @@ from elasticdl.runtime.zoo_source import resolve_zoo
 log = logging.getLogger("elasticdl.master")
 
 SUCCESS_MARKER = "_SUCCESS"
-_LOOP_S = 0.1
-_EXIT_GRACE_S = 0.5
-"""How long a pass that finds no worker alive waits for their exits to be reported."""
-_SIGNALS = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "stop": signal.SIGSTOP}
+MIN_WORKERS = 1
+"""--min_workers of an inference job: it fails once no worker is left (no flag yet)."""
+STOP_DRAIN_S = 20.0
+"""On SIGTERM to the master, how long workers get to finish their minibatch and leave."""
 
 
 @dataclass
@@ -86,15 +88,6 @@ class InferenceResult:
     @property
     def succeeded(self) -> bool:
         return self.status == "succeeded"
-
-
-@dataclass
-class _Workers:
-    launched: int = 0
-    failed: int = 0
-    relaunched: int = 0
-    preempted: int = 0
-    exits: list[dict[str, Any]] = field(default_factory=list)
 
 
 class InferenceJob:
@@ -111,15 +104,7 @@ class InferenceJob:
         self.options = options
         self._manager_factory = instance_manager_factory or LocalInstanceManager
         self.job_name = options.job_name or f"{options.job_type}-{uuid.uuid4().hex[:8]}"
-        self.chaos = parse_chaos(options.chaos)
-        self._workers = _Workers()
-        self._events: list[dict[str, Any]] = []
-        self._recoveries: list[dict[str, Any]] = []
-        self._chaos_fired: list[str] = []
-        self._killed: set[int] = set()
-        self._last_refusal = ""
-        """Why the last worker that ended was not relaunched (for the job's error)."""
-        self._t0 = 0.0
+        self.events = EventLog()
 
     # -- preparation ---------------------------------------------------------------------------
 
@@ -174,20 +159,8 @@ class InferenceJob:
         if o.job_type == "predict":
             check_output(o.output)
             prediction_dir = _prediction_dir(o.output, self.job_name)
-        config = JobConfig.from_options(
-            o,
-            job_name=self.job_name,
-            model_def=trained.model_def,
-            model_zoo_root=str(zoo.root),
-            model_zoo=zoo.url,
-            model_zoo_commit=zoo.commit,
-            params=trained.model_def_params,
-            **flags,
-            num_ps=0,
-            shuffle=False,
-            trained_model=trained_url,
-            prediction_dir=prediction_dir,
-            keep_columns=kept,
+        config = job_config(
+            o, self.job_name, trained, zoo, flags, kept, trained_url, prediction_dir
         )
         file_index = {url: i for i, (url, _) in enumerate(counted)}
         facts = {
@@ -238,20 +211,20 @@ class InferenceJob:
         o = self.options
         config, shards, facts, work = self._prepare()
         task_type = TaskType.PREDICTION if o.job_type == "predict" else TaskType.EVALUATION
-        tasks = TaskManager(
+        task_manager = TaskManager(
             shards,
             TaskManagerConfig(
                 records_per_task=o.records_per_task,
                 shuffle=False,
                 max_task_retries=o.max_task_retries,
-                timeout_floor_s=o.task_timeout_floor_s,
+                timeout_floor_s=timeout_floor(o.task_timeout_floor_s),
             ),
             task_type=task_type,
             now=time.monotonic(),
         )
         file_index = facts["file_index"]
         servicer = MasterServicer(
-            tasks, task_config=lambda task: {"part": self._part_of(task.shard, file_index)}
+            task_manager, task_config=lambda task: {"part": self._part_of(task.shard, file_index)}
         )
         if task_type is TaskType.EVALUATION:
             # The first plan's task ids are its lineages: 1..n, one per shard.
@@ -271,173 +244,62 @@ class InferenceJob:
             raise
         servicer.admit_workers(lambda: manager.alive(Role.WORKER))
         log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
-        self._t0 = time.monotonic()
+        tasks = TaskState(servicer)
+        supervisor = Supervisor(
+            SupervisorConfig(
+                num_workers=o.num_workers,
+                min_workers=MIN_WORKERS,
+                max_worker_relaunches=o.max_worker_relaunches,
+                chaos=parse_chaos(o.chaos),
+            ),
+            manager,
+            tasks,
+            self.events,
+            _InferencePlugin(self.events),
+        )
         status, error, metrics = "failed", "", {}
         rows_written = 0
         try:
-            for _ in range(o.num_workers):
-                self._launch(manager)
-            self._watch(servicer, manager)
-            seconds = time.monotonic() - self._t0
+            with stop_on_signals(supervisor):
+                supervisor.start()
+                supervisor.watch()
+            seconds = time.monotonic() - supervisor.t0
             if task_type is TaskType.EVALUATION:
-                metrics = self._merged_metrics(servicer, facts["metrics"])
-                report = self._report(servicer, "succeeded", "", seconds, facts, metrics=metrics)
+                metrics = self._merged_metrics(tasks, facts["metrics"])
             else:
                 rows_written = self._check_parts(config.prediction_dir, shards, file_index)
-                report = self._report(servicer, "succeeded", "", seconds, facts, rows_written)
+            report = self._report(tasks, supervisor, "succeeded", "", seconds, facts, rows_written)
+            report["metrics"] = metrics
+            if task_type is TaskType.PREDICTION:
                 self._publish(config.prediction_dir, report)
             status = "succeeded"
         except JobFailed as err:
             error = str(err)
-            report = self._report(servicer, "failed", error, time.monotonic() - self._t0, facts)
+            seconds = time.monotonic() - supervisor.t0
+            report = self._report(tasks, supervisor, "failed", error, seconds, facts)
+        except StopRequested as stop:
+            status, error = "stopped", f"stopped by {stop}"
+            self.events.add(JobStopped(time.monotonic(), str(stop)))
+            supervisor.drain_workers(STOP_DRAIN_S)
+            seconds = time.monotonic() - supervisor.t0
+            report = self._report(tasks, supervisor, status, error, seconds, facts)
         finally:
             manager.shutdown()
             server.stop(grace=1.0)
-        (work / "job_report.json").write_text(json.dumps(report, indent=1))
-        if status == "failed":
+        views.write(report, work)
+        if status != "succeeded":
             if config.prediction_dir:
                 _remove(config.prediction_dir)
-            log.error("job %s failed: %s (report and logs in %s)", self.job_name, error, work)
+            log.error("job %s %s: %s (report and logs in %s)", self.job_name, status, error, work)
         log.info("%s", summary_line(report))
         return InferenceResult(status, o.output, report, error, metrics)
 
-    def _launch(self, manager: InstanceManager) -> int:
-        worker_id = self._workers.launched
-        self._workers.launched += 1
-        manager.start_worker(worker_id, [])
-        return worker_id
-
-    def _elapsed(self) -> float:
-        return round(time.monotonic() - self._t0, 3)
-
-    def _event(self, kind: str, **detail: Any) -> None:
-        self._events.append({"kind": kind, "at_s": self._elapsed(), **detail})
-        log.info("%s: %s", kind, detail)
-
-    def _watch(self, servicer: MasterServicer, manager: InstanceManager) -> None:
-        tasks = servicer.tasks
-        while True:
-            for exit_ in manager.exits(timeout=_LOOP_S):
-                self._on_exit(exit_, servicer, manager)
-            with servicer.lock:
-                if tasks.failure is not None:
-                    raise JobFailed(tasks.failure)
-                if tasks.finished:
-                    return
-                expired = [
-                    (worker_id, task, tasks.timeout_of(task.task_id))
-                    for worker_id, task in tasks.expired(time.monotonic())
-                    if worker_id not in self._killed
-                ]
-                tasks_done = dict(servicer.stats.tasks_done)
-            for worker_id, task, timeout in expired:
-                self._event(
-                    "task_timeout",
-                    worker_id=worker_id,
-                    task_id=task.task_id,
-                    timeout_s=round(timeout, 3),
-                )
-                self._killed.add(worker_id)  # once: its exit requeues the task
-                manager.signal(Role.WORKER, worker_id, signal.SIGKILL)
-            self._fire_chaos(manager, tasks_done)
-            if not manager.alive(Role.WORKER):
-                # Exits that arrived since this pass began are relaunched first: only workers
-                # gone for good fail the job.
-                for exit_ in manager.exits(timeout=_EXIT_GRACE_S):
-                    self._on_exit(exit_, servicer, manager)
-            if not manager.alive(Role.WORKER):
-                last = self._workers.exits[-1]["detail"] if self._workers.exits else "none"
-                raise JobFailed(
-                    "all workers are gone and "
-                    + (self._last_refusal or f"none is left to relaunch; last worker exit: {last}")
-                )
-
-    def _on_exit(
-        self, exit_: InstanceExit, servicer: MasterServicer, manager: InstanceManager
-    ) -> None:
-        with servicer.lock:
-            unfinished = servicer.tasks.doing(exit_.index)
-            finished = servicer.tasks.finished
-        if exit_.exit_code == 0 and not unfinished and finished:
-            return
-        # Exit 0 with work left is a preemption notice obeyed (SIGTERM: the worker finished its
-        # task first). A manager may know more (Kubernetes, see PodExit): a pod deleted, evicted
-        # or killed by SIGKILL without OOMKilled is "preempted", an OOM kill is "oom".
-        preempted = exit_.exit_code == 0 or exit_.reason == "preempted"
-        reason = "preempted" if preempted else exit_.reason
-        detail = exit_detail(exit_, reason)
-        self._workers.exits.append(
-            {"worker_id": exit_.index, "reason": reason, "at_s": self._elapsed(), "detail": detail}
-        )
-        self._event("worker_exit", worker_id=exit_.index, reason=reason, detail=detail)
-        if unfinished:
-            with servicer.lock:
-                requeued = servicer.tasks.recover_worker(
-                    exit_.index,
-                    time.monotonic(),
-                    cause=f"worker {exit_.index} {reason}",
-                    detected_at=exit_.at,
-                    count_failure=not preempted,
-                )
-                failure = servicer.tasks.failure
-                finished = servicer.tasks.finished
-            self._recoveries.append(
-                {
-                    "cause": f"worker {exit_.index} {reason}",
-                    "seconds": round(time.monotonic() - exit_.at, 4),
-                    "tasks_requeued": len(requeued),
-                }
-            )
-            if failure is not None:
-                raise JobFailed(failure)
-        if preempted:
-            self._workers.preempted += 1
-        else:
-            self._workers.failed += 1
-        if finished:
-            return  # every task is done: nothing for a new worker to do
-        if reason == "oom":
-            # Relaunching an out-of-memory worker would fail the same way.
-            self._refuse(exit_.index, f"worker {exit_.index} ran out of memory: {detail}")
-            return
-        if not preempted:
-            if self._workers.relaunched >= self.options.max_worker_relaunches:
-                self._refuse(
-                    exit_.index,
-                    "the relaunch budget (--max_worker_relaunches="
-                    f"{self.options.max_worker_relaunches}) is spent; last worker exit: {detail}",
-                )
-                return
-            self._workers.relaunched += 1
-        new_id = self._launch(manager)
-        self._event("worker_relaunched", worker_id=new_id, replaces=exit_.index)
-
-    def _refuse(self, worker_id: int, why: str) -> None:
-        self._last_refusal = why
-        self._event("relaunch_refused", worker_id=worker_id, reason=why)
-
-    def _fire_chaos(self, manager: InstanceManager, tasks_done: dict[int, int]) -> None:
-        for action in due_actions(self.chaos, time.monotonic() - self._t0, tasks_done):
-            self._chaos_fired.append(f"{action} at {self._elapsed()}s")
-            if action.action == "add":
-                self._event("worker_added", worker_id=self._launch(manager))
-            elif action.action == "remove":
-                alive = manager.alive(Role.WORKER)
-                if alive:
-                    manager.signal(Role.WORKER, alive[-1], signal.SIGTERM)
-                    self._event("worker_removed", worker_id=alive[-1])
-            else:
-                for index in action.group or (0,):
-                    sent = manager.signal(Role.WORKER, index, _SIGNALS[action.action])
-                    self._event("chaos", action=str(action), worker_id=index, delivered=sent)
-
     # -- the end ---------------------------------------------------------------------------------
 
-    def _merged_metrics(self, servicer: MasterServicer, eval_metrics: Any) -> dict[str, float]:
+    def _merged_metrics(self, tasks: TaskState, eval_metrics: Any) -> dict[str, float]:
         from elasticdl.runtime.metrics import compute
 
-        with servicer.lock:
-            completed = servicer.evaluations.pop_complete()
+        completed = tasks.completed_evaluations()
         if not completed:
             raise JobFailed("evaluation finished but some tasks sent no metric state")
         metrics = compute(eval_metrics, completed[0][1])
@@ -479,64 +341,85 @@ class InferenceJob:
 
     def _report(
         self,
-        servicer: MasterServicer,
+        tasks: TaskState,
+        supervisor: Supervisor,
         status: str,
         error: str,
         seconds: float,
         facts: dict[str, Any],
         rows_written: int = 0,
-        metrics: dict[str, float] | None = None,
     ) -> dict[str, Any]:
-        with servicer.lock:
-            tasks = servicer.tasks
-            report: dict[str, Any] = {
-                "job_name": self.job_name,
-                "kind": self.options.job_type,
-                "status": status,
-                "error": error,
-                "trained_model": self.options.trained_model,
-                "model_version": int(facts["trained"].model_version),
-                "data": self.options.data,
-                "output": self.options.output,
-                "records": {"input": facts["records"]},
-                "tasks": {
-                    "finished": tasks.finished_tasks,
-                    "requeued": sum(1 for e in tasks.events if e.kind == "task_requeued"),
-                    "by_worker": {str(k): v for k, v in servicer.stats.tasks_done.items()},
-                    "events": [event_dict(e, self._t0) for e in tasks.events],
-                },
-                "workers": {
-                    "initial": self.options.num_workers,
-                    "launched": self._workers.launched,
-                    "failed": self._workers.failed,
-                    "relaunched": self._workers.relaunched,
-                    "preempted": self._workers.preempted,
-                    "exits": self._workers.exits,
-                },
-                "recoveries": self._recoveries,
-                "events": self._events,
-                "chaos": self._chaos_fired,
-                "seconds": round(seconds, 3),
-            }
-        if self.options.job_type == "predict":
+        o = self.options
+        tasks.drain_events(self.events)
+        counts = tasks.counts()
+        done = (
+            rows_written if o.job_type == "predict" else facts["records"] * (status == "succeeded")
+        )
+        report: dict[str, Any] = {
+            "job_name": self.job_name,
+            "kind": o.job_type,
+            "status": status,
+            "error": error,
+            "trained_model": o.trained_model,
+            "model_version": int(facts["trained"].model_version),
+            "data": o.data,
+            "output": o.output,
+            "records": {"input": facts["records"]},
+            **views.shared_sections(
+                self.events,
+                supervisor.t0,
+                counts,
+                (o.num_workers, MIN_WORKERS, supervisor.target),
+                done,
+                seconds,
+            ),
+            "seconds": round(seconds, 3),
+            "metrics": {},
+        }
+        if o.job_type == "predict":
             report["records"]["written"] = rows_written
-            report["output_format"] = self.options.output_format
+            report["output_format"] = o.output_format
             report["rows_per_second"] = round(rows_written / max(seconds, 1e-9), 1)
-        else:
-            report["metrics"] = metrics or {}
         return report
 
 
-def exit_detail(exit_: InstanceExit, reason: str) -> str:
-    """How a worker ended, in one line: the instance manager's own words when it has them
-    (Kubernetes: `PodExit.message`, e.g. "pod j-worker-1 was OOMKilled ...: raise memory in
-    --worker_resource_request ..."), else the exit code or signal, with the last line of a
-    failed worker's log."""
-    detail = exit_.describe()
-    if getattr(exit_, "message", "") or reason != "failed":
-        return detail
-    last = [line for line in exit_.log_tail.strip().splitlines() if line.strip()]
-    return detail + (f": {last[-1][:300]}" if last else "")
+class _InferencePlugin(JobPlugin):
+    """Prediction and evaluation plug in nothing but the task events each pass: their
+    workers need no PS, and the job is done when every task is."""
+
+    def __init__(self, events: EventLog) -> None:
+        self._events = events
+
+    def on_pass(self, supervisor: Supervisor) -> None:
+        supervisor.tasks.drain_events(self._events)
+
+
+def job_config(
+    o: InferenceOptions,
+    job_name: str,
+    trained: Any,
+    zoo: Any,
+    flags: dict[str, str | None],
+    kept: tuple[str, ...],
+    trained_model: str,
+    prediction_dir: str,
+) -> JobConfig:
+    """The config every worker of the job reads (job.json)."""
+    return JobConfig.from_options(
+        o,
+        job_name=job_name,
+        model_def=trained.model_def,
+        model_zoo_root=str(zoo.root),
+        model_zoo=zoo.url,
+        model_zoo_commit=zoo.commit,
+        params=trained.model_def_params,
+        **flags,
+        num_ps=0,
+        shuffle=False,
+        trained_model=trained_model,
+        prediction_dir=prediction_dir,
+        keep_columns=kept,
+    )
 
 
 def _trained_flags(trained: Any, zoo: Any) -> dict[str, str | None]:
@@ -605,25 +488,7 @@ def _remove(directory: str) -> None:
         log.warning("could not remove the failed job's parts in %s: %s", directory, err)
 
 
-def summary_line(report: dict[str, Any]) -> str:
-    """One line that says how a prediction or evaluation job went."""
-    records = report.get("records", {})
-    workers = report.get("workers", {})
-    text = (
-        f"job {report.get('job_name')} ({report.get('kind')}) {report.get('status')}: "
-        f"{records.get('input', 0)} input records"
-    )
-    if report.get("kind") == "predict":
-        text += f", {records.get('written', 0)} rows written"
-    text += (
-        f", {report.get('tasks', {}).get('requeued', 0)} task(s) redone, "
-        f"{workers.get('launched', 0)} worker(s) launched, {workers.get('failed', 0)} failed"
-    )
-    if report.get("metrics"):
-        text += ", " + ", ".join(f"{k}={v:.4g}" for k, v in report["metrics"].items())
-    if report.get("error"):
-        text += f"; error: {report['error']}"
-    return text
+summary_line = views.summary_line
 
 
 __all__ = [

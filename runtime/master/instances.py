@@ -4,19 +4,14 @@
 policy (what to relaunch, when to give up). `LocalInstanceManager` runs subprocesses on this
 machine; a Kubernetes implementation runs pods behind the same interface.
 
-Exit reasons, as the master sees them:
-
-    succeeded    exit code 0 after the work was done
-    preempted    exit code 0 while work remained (SIGTERM: the worker finished its minibatch)
-    killed       terminated by a signal (SIGKILL, or a signal it did not handle)
-    oom          killed by the kernel's OOM killer (Kubernetes: OOMKilled)
-    failed       non-zero exit code (an error in user code, a bad config, ...)
+Every exit carries an `ExitKind` (exits.py), the one vocabulary of both managers: a local
+process is `exited`, `failed` or `killed` by its exit status; a pod may also be `preempted` or
+`oom` (pod_states.py). The supervisor refines it with what the master knows.
 """
 
 from __future__ import annotations
 
 import abc
-import enum
 import os
 import queue
 import shutil
@@ -32,14 +27,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from elasticdl.runtime.job_config import host_port
+from elasticdl.runtime.master.exits import ExitKind, Role, kind_of_status
 
 if TYPE_CHECKING:
     from elasticdl.runtime.master.scaling import ScaleInbox
-
-
-class Role(enum.StrEnum):
-    PS = "ps"
-    WORKER = "worker"
 
 
 @dataclass(frozen=True)
@@ -52,16 +43,22 @@ class InstanceExit:
     signal: int | None
     at: float
     log_tail: str = ""
+    observed: ExitKind | None = None
+    """What the platform knows beyond the exit status (Kubernetes: preempted, oom)."""
+    message: str = ""
+    """The instance manager's own words about the exit, if any (Kubernetes: the pod's fate)."""
+
+    @property
+    def kind(self) -> ExitKind:
+        return self.observed or kind_of_status(self.exit_code, self.signal)
 
     @property
     def reason(self) -> str:
-        if self.signal is not None:
-            return "killed"
-        if self.exit_code == 0:
-            return "exited"
-        return "failed"
+        return str(self.kind)
 
     def describe(self) -> str:
+        if self.message:
+            return f"{self.role}{self.index} {self.message}"
         if self.signal is not None:
             how = f"killed by {signal.Signals(self.signal).name}"
         else:

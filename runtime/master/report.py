@@ -1,23 +1,335 @@
-"""Pieces of job reports shared by training, prediction and evaluation jobs."""
+"""Views of the job's event log: `job_report.json`, the summary line, progress, TensorBoard.
+
+Every number about instances, failures, recoveries, evaluation and checkpoints in a report is
+derived here from the one event log (events.py); task and record counts come from the task
+state at the end. Training and inference reports share the shape of `workers`, `failures`,
+`recoveries`, `events`, `chaos` and `throughput`; job_report.schema.json is the contract.
+
+Documented keys tools rely on: `status` ("succeeded" | "failed" | "stopped"),
+`records.planned/trained/redone`, `workers.launched/failed/relaunched/preempted`,
+`failures`, `recoveries` (`{cause, seconds}`), `metrics`, `throughput.records_per_second`,
+`tasks.by_worker`.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
-from elasticdl.runtime.master.task_manager import Event
+from elasticdl.runtime.master.events import (
+    ChaosFired,
+    ChaosSkipped,
+    CheckpointFound,
+    EvaluationDone,
+    EventLog,
+    InstanceLost,
+    LossReported,
+    PSRecovered,
+    Scaled,
+    TaskEvent,
+    WorkerAdded,
+    WorkerLaunched,
+    WorkerRelaunched,
+    WorkerRemoved,
+)
+from elasticdl.runtime.master.progress import ProgressDisplay
+from elasticdl.runtime.master.task_state import Snapshot
+
+SCHEMA_NAME = "job_report.schema.json"
 
 
-def event_dict(event: Event, t0: float) -> dict[str, Any]:
-    """A task-manager event as a JSON object, times relative to the job's start `t0`."""
-    found: dict[str, Any] = {
-        "kind": event.kind,
-        "at_s": round(event.at - t0, 3),
-        "seconds": round(event.seconds, 4),
+def schema() -> dict[str, Any]:
+    """The JSON Schema every job report follows (shipped with the package)."""
+    text = resources.files("elasticdl.runtime.master").joinpath(SCHEMA_NAME).read_text()
+    return dict(json.loads(text))
+
+
+def _s(at: float, t0: float) -> float:
+    return round(at - t0, 3)
+
+
+def _r(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def workers_section(log: EventLog, t0: float, initial: int, min_workers: int, target: int):
+    lost = {e.id: e for e in log.of(InstanceLost) if e.role == "worker"}
+    instances = []
+    for launch in log.of(WorkerLaunched):
+        end = lost.get(launch.worker_id)
+        instances.append(
+            {
+                "worker_id": launch.worker_id,
+                "launched_at": _s(launch.at, t0),
+                "replaces": launch.replaces if isinstance(launch, WorkerRelaunched) else None,
+                "exit": None
+                if end is None
+                else {
+                    "reason": end.exit_kind,
+                    "exit_code": end.exit_code,
+                    "signal": end.signal,
+                    "at_s": _s(end.at, t0),
+                    "detail": end.detail,
+                },
+            }
+        )
+    return {
+        "initial": initial,
+        "min_workers": min_workers,
+        "target": target,
+        "scaling": [
+            {k: v for k, v in e.as_dict(t0).items() if k != "kind"} for e in log.of(Scaled)
+        ],
+        "launched": len(instances),
+        "failed": sum(1 for e in lost.values() if e.failure),
+        "relaunched": sum(1 for e in log.of(WorkerRelaunched) if e.from_budget),
+        "preempted": sum(1 for e in lost.values() if e.exit_kind == "preempted"),
+        "instances": instances,
+        "exits": [
+            {"worker_id": e.id, "reason": e.exit_kind, "at_s": _s(e.at, t0), "detail": e.detail}
+            for e in log.of(InstanceLost)
+            if e.role == "worker"
+        ],
     }
-    if event.worker_id is not None:
-        found["worker_id"] = event.worker_id
-    if event.task_id is not None:
-        found["task_id"] = event.task_id
-    if event.detail:
-        found["detail"] = event.detail
+
+
+def _ps_recovery(log: EventLog, lost: InstanceLost) -> PSRecovered | None:
+    for e in log.of(PSRecovered):
+        if e.ps_id == lost.id and e.at >= lost.at:
+            return e
+    return None
+
+
+def failures_section(log: EventLog, t0: float) -> list[dict[str, Any]]:
+    """One entry per instance that failed: what, why, when, and how fast it was recovered."""
+    found = []
+    for e in log.of(InstanceLost):
+        if not e.failure:
+            continue
+        entry: dict[str, Any] = {
+            "role": e.role,
+            "id": e.id,
+            "kind": e.exit_kind,
+            "cause": e.cause,
+            "at_s": _s(e.detected_at, t0),
+            "requeue_s": _r(e.requeue_s),
+            "tasks_requeued": e.tasks_requeued,
+            "records_requeued": e.records_requeued,
+        }
+        if e.role == "worker":
+            entry["relaunched_as"] = e.relaunched_as
+        recovered = _ps_recovery(log, e) if e.role == "ps" else None
+        if recovered is not None:
+            entry["relaunch_s"] = _r(recovered.seconds)
+            entry["spawn_s"] = _r(recovered.spawn_s)
+            if recovered.restored_version is not None:
+                # The relaunched shard restores the newest valid checkpoint: every update after
+                # it is gone. The version before is the newest the workers reported.
+                entry["restored_version"] = recovered.restored_version
+                entry["model_version_before"] = recovered.model_version_before
+                entry["rolled_back_versions"] = max(
+                    0, recovered.model_version_before - recovered.restored_version
+                )
+        found.append(entry)
     return found
+
+
+def recoveries_section(log: EventLog) -> list[dict[str, Any]]:
+    """How long each loss took to recover from: a worker's tasks back in the queue, a PS
+    serving again (its real downtime)."""
+    found = []
+    for e in log.of(InstanceLost):
+        if e.role == "worker" and e.requeue_s is not None:
+            found.append((e.at, f"worker {e.id} {e.exit_kind}", e.requeue_s, e.tasks_requeued))
+        elif e.role == "ps":
+            recovered = _ps_recovery(log, e)
+            if recovered is not None:
+                found.append((e.at, f"ps{e.id} {e.exit_kind}", recovered.seconds, 0))
+    return [
+        {"cause": cause, "seconds": round(seconds, 4), "tasks_requeued": n}
+        for _, cause, seconds, n in sorted(found, key=lambda f: f[0])
+    ]
+
+
+def events_section(log: EventLog, t0: float) -> list[dict[str, Any]]:
+    listed = sorted((e for e in log if e.LISTED), key=lambda e: e.at)
+    return [e.as_dict(t0) for e in listed]
+
+
+def chaos_section(log: EventLog, t0: float) -> list[str]:
+    found = []
+    for e in log.of(ChaosFired, ChaosSkipped, WorkerAdded, WorkerRemoved):
+        action = e.action if isinstance(e, ChaosFired) else e.chaos
+        found.append((e.at, f"{action} at {_s(e.at, t0)}s"))
+    return [text for _, text in sorted(found)]
+
+
+def tasks_section(log: EventLog, t0: float, finished: int, by_worker: dict[str, int]):
+    task_events = []
+    for e in log.of(TaskEvent):
+        entry: dict[str, Any] = {
+            "kind": e.name,
+            "at_s": _s(e.at, t0),
+            "seconds": round(e.seconds, 4),
+        }
+        if e.worker_id is not None:
+            entry["worker_id"] = e.worker_id
+        if e.task_id is not None:
+            entry["task_id"] = e.task_id
+        if e.detail:
+            entry["detail"] = e.detail
+        task_events.append(entry)
+    return {
+        "finished": finished,
+        "requeued": sum(1 for e in log.of(TaskEvent) if e.name == "task_requeued"),
+        "by_worker": by_worker,
+        "events": task_events,
+    }
+
+
+def shared_sections(
+    log: EventLog,
+    t0: float,
+    counts: dict[str, Any],
+    workers: tuple[int, int, int],
+    records: int,
+    seconds: float,
+) -> dict[str, Any]:
+    """The sections every job report has, in the same shape: `workers` is (initial,
+    min_workers, target); `records` is what the job processed in `seconds`."""
+    return {
+        "tasks": tasks_section(log, t0, counts["tasks_finished"], counts["by_worker"]),
+        "workers": workers_section(log, t0, *workers),
+        "recoveries": recoveries_section(log),
+        "failures": failures_section(log, t0),
+        "events": events_section(log, t0),
+        "chaos": chaos_section(log, t0),
+        "throughput": {
+            "records_per_second": round(records / max(seconds, 1e-9), 2),
+            "seconds": round(seconds, 3),
+        },
+    }
+
+
+def parameter_servers_section(log: EventLog, num_ps: int) -> dict[str, Any]:
+    lost = [e for e in log.of(InstanceLost) if e.role == "ps"]
+    return {
+        "num_ps": num_ps,
+        "exits": [{"ps_id": e.id, "kind": e.exit_kind, "detail": e.detail} for e in lost],
+        "relaunched": sum(1 for e in lost if e.action.startswith("relaunch")),
+        "recovered": len(log.of(PSRecovered)),
+    }
+
+
+def evaluation_section(log: EventLog) -> list[dict[str, Any]]:
+    return [
+        {
+            "model_version": e.model_version,
+            "metrics": dict(e.metrics),
+            "seconds": round(e.seconds, 3),
+        }
+        for e in log.of(EvaluationDone)
+    ]
+
+
+def checkpoints_section(log: EventLog) -> list[dict[str, Any]]:
+    return [{"version": e.version, "path": e.path} for e in log.of(CheckpointFound)]
+
+
+def final_loss(loss: float) -> float | None:
+    return loss if math.isfinite(loss) else None
+
+
+def write(report: dict[str, Any], *directories: Path) -> None:
+    text = json.dumps(report, indent=1)
+    for directory in directories:
+        (directory / "job_report.json").write_text(text)
+
+
+def summary_line(report: dict[str, Any]) -> str:
+    """One line that says how a job went (printed at the end of every job)."""
+    if not report:
+        return "job: no report"
+    if report.get("kind") in ("predict", "evaluate"):
+        return _inference_summary(report)
+    records = report.get("records", {})
+    workers = report.get("workers", {})
+    text = (
+        f"job {report.get('job_name')} {report.get('status')}: "
+        f"{records.get('trained', 0)}/{records.get('planned', 0)} records trained, "
+        f"{records.get('redone', 0)} redone, {workers.get('launched', 0)} worker(s) launched, "
+        f"{workers.get('failed', 0)} failed, {workers.get('relaunched', 0)} relaunched, "
+        f"{len(report.get('failures', []))} failure(s), "
+        f"{len(report.get('checkpoints', []))} checkpoint(s), "
+        f"{report.get('throughput', {}).get('records_per_second', 0)} records/s"
+    )
+    resumed = report.get("resumed_from")
+    if resumed:
+        text += f", resumed from model version {resumed['model_version']}"
+    if report.get("final_loss") is not None:
+        text += f", final loss {report['final_loss']:.4g}"
+    if report.get("error"):
+        text += f"; error: {report['error']}"
+    return text
+
+
+def _inference_summary(report: dict[str, Any]) -> str:
+    records = report.get("records", {})
+    workers = report.get("workers", {})
+    text = (
+        f"job {report.get('job_name')} ({report.get('kind')}) {report.get('status')}: "
+        f"{records.get('input', 0)} input records"
+    )
+    if report.get("kind") == "predict":
+        text += f", {records.get('written', 0)} rows written"
+    text += (
+        f", {report.get('tasks', {}).get('requeued', 0)} task(s) redone, "
+        f"{workers.get('launched', 0)} worker(s) launched, {workers.get('failed', 0)} failed"
+    )
+    if report.get("metrics"):
+        text += ", " + ", ".join(f"{k}={v:.4g}" for k, v in report["metrics"].items())
+    if report.get("error"):
+        text += f"; error: {report['error']}"
+    return text
+
+
+class LiveViews:
+    """The views kept up to date while a job runs, from the event log and the task state:
+    the progress display and TensorBoard (loss per model version, evaluation metrics)."""
+
+    def __init__(self, log: EventLog, progress: ProgressDisplay, tensorboard: Path | None) -> None:
+        self._log = log
+        self._progress = progress
+        self._seen = 0
+        self.tensorboard = tensorboard
+        self._writer: Any = None
+        if tensorboard is not None:
+            import tensorflow as tf
+
+            self._writer = tf.summary.create_file_writer(str(tensorboard))
+
+    def update(self, snapshot: Snapshot, workers: int, force: bool = False) -> None:
+        self._progress.update(
+            snapshot.records_trained, snapshot.epoch, snapshot.loss, workers, force
+        )
+        new, self._seen = self._log.since(self._seen, LossReported, EvaluationDone)
+        if self._writer is None or not new:
+            return
+        import tensorflow as tf
+
+        with self._writer.as_default():
+            for e in new:
+                if isinstance(e, LossReported):
+                    tf.summary.scalar("loss", e.loss, step=e.model_version)
+                else:
+                    for name, value in e.metrics.items():
+                        tf.summary.scalar(f"eval/{name}", value, step=e.model_version)
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._progress.close()
+        if self._writer is not None:
+            self._writer.close()

@@ -12,17 +12,25 @@ trained, so a dead worker's finished records are never handed out again. A range
 more than `max_task_retries` times fails the job with a message naming it; nothing is dropped
 silently. Epochs are planned lazily: epoch e+1's shuffled tasks are queued when epoch e's todo
 queue runs dry, so workers never idle at an epoch boundary.
+
+No-progress limits are derived from the progress reports seen (`task_timeout.py`). A job resumed
+from a checkpoint starts from `Resumed` (what the checkpoint holds is not planned again), and
+`progress_since(cursor)` gives what the master journals beside the checkpoints for that
+(`progress_journal.py`).
 """
 
 from __future__ import annotations
 
+import bisect
 import enum
 import random
-from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import OrderedDict, deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from elasticdl.runtime.data.shards import Shard
+from elasticdl.runtime.master.task_timeout import ProgressTimes, TimeoutConfig, no_progress_limit
 
 
 class TaskType(enum.IntEnum):
@@ -68,6 +76,8 @@ class _Running:
     records_done: int = 0
     first: bool = False
     """The worker's first task: it includes tracing the worker's dataset_fn and step."""
+    reports: int = 0
+    """Progress reports received for this task."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +96,76 @@ class Event:
 class EpochStats:
     planned: int = 0
     trained: int = 0
+    """Records trained, also by earlier runs of a resumed job (and again: see `redone`)."""
     redone: int = 0
+    covered: int = 0
+    """Records of a resumed job already in the checkpoint it started from (not trained again)."""
+
+
+class ShardKey(NamedTuple):
+    """A record range of one epoch: the unit whose trained records are a prefix of its
+    visiting order (remainders skip what earlier attempts did), so one count says which."""
+
+    epoch: int
+    file: str
+    start: int
+    end: int
+
+    @staticmethod
+    def of(task: Task) -> ShardKey:
+        return ShardKey(task.epoch, task.shard.file, task.shard.start, task.shard.end)
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """Where a job resumed from a checkpoint starts (see `progress_journal.resume_point`)."""
+
+    covered: Mapping[ShardKey, int] = field(default_factory=dict)
+    """Records of each range (a prefix of its visiting order) in the checkpoint: not planned."""
+    trained: Mapping[ShardKey, int] = field(default_factory=dict)
+    """Records earlier runs trained (>= covered): those trained again count as redone."""
+    first_task_id: int = 1
+    """Task ids below it were used by earlier runs (their ids are in the checkpoints)."""
+
+
+@dataclass(frozen=True)
+class ProgressDelta:
+    """Training progress since a cursor (`TaskManager.progress_since`), for the journal."""
+
+    cursor: int
+    """Pass it to the next `progress_since` call."""
+    handouts: list[tuple[int, ShardKey, int]]
+    """(task id, range, skip) of training tasks handed out."""
+    trained: dict[ShardKey, int]
+    """Ranges whose trained prefix (records of the visiting order) advanced: the new prefix."""
+
+    def __bool__(self) -> bool:
+        return bool(self.handouts or self.trained)
+
+
+def plan_epoch(
+    shards: Sequence[Shard],
+    epoch: int,
+    shuffle: bool,
+    seed: int,
+    covered: Mapping[ShardKey, int] | None = None,
+) -> list[tuple[Shard, int, int]]:
+    """(shard, shuffle seed, skip) of epoch `epoch`'s tasks, in hand-out order.
+
+    The order and seeds depend only on (shards, epoch, shuffle, seed), so a resumed job draws
+    the same ones; a range's first `covered` records are skipped, a fully covered range has no
+    task."""
+    order = list(shards)
+    rng = random.Random(seed * 1_000_003 + epoch)
+    if shuffle:
+        rng.shuffle(order)
+    planned = []
+    for shard in order:
+        shuffle_seed = rng.getrandbits(62) + 1 if shuffle else 0
+        done = (covered or {}).get(ShardKey(epoch, shard.file, shard.start, shard.end), 0)
+        if done < shard.num_records:
+            planned.append((shard, shuffle_seed, max(0, done)))
+    return planned
 
 
 class JobFailed(RuntimeError):
@@ -100,15 +179,24 @@ class TaskManagerConfig:
     shuffle: bool = True
     seed: int = 0
     max_task_retries: int = 3
-    timeout_floor_s: float = 60.0
+    task_timeout_s: float | None = None
+    """A fixed no-progress limit for every task; None: derived from the progress seen, see
+    `task_timeout.py` (a hung worker is then caught about `timeout_floor_s` after its last
+    minibatch, a worker's first task gets `first_task_timeout_s` to trace until one has)."""
+    timeout_floor_s: float = 15.0
     timeout_factor: float = 5.0
-    """A task times out after max(floor, factor x the slowest comparable finished task) without
-    progress. A worker's first task (which includes its one-time tracing) compares with every
-    finished task; a later task only with later tasks, so a hang is caught soon after the floor
-    however slow warming up was."""
     first_task_floor_factor: float = 2.0
-    """A worker's first task has `first_task_floor_factor` x the floor: before any task has
-    finished, nothing tells how long tracing the model and input pipeline takes."""
+    first_task_timeout_s: float = 120.0
+
+    @property
+    def timeouts(self) -> TimeoutConfig:
+        return TimeoutConfig(
+            fixed_s=self.task_timeout_s,
+            floor_s=self.timeout_floor_s,
+            factor=self.timeout_factor,
+            first_floor_factor=self.first_task_floor_factor,
+            first_task_timeout_s=self.first_task_timeout_s,
+        )
 
 
 @dataclass
@@ -130,7 +218,9 @@ class TaskManager:
         config: TaskManagerConfig,
         task_type: TaskType = TaskType.TRAINING,
         now: float = 0.0,
+        resumed: Resumed | None = None,
     ) -> None:
+        """`resumed`: the job resumes from a checkpoint that already holds these records."""
         if config.num_epochs <= 0:
             raise ValueError(f"num_epochs must be >= 1, got {config.num_epochs}")
         self.config = config
@@ -138,11 +228,14 @@ class TaskManager:
         self._shards = list(shards)
         self._todo: deque[Task] = deque()
         self._doing: dict[int, _Running] = {}
-        self._next_id = 1
+        self._resumed = resumed or Resumed()
+        self._next_id = self._resumed.first_task_id
         self._next_epoch = 0
+        self._seq = 0
+        self._handouts: list[tuple[int, int, ShardKey, int]] = []
+        self._prefixes: OrderedDict[ShardKey, tuple[int, int]] = OrderedDict()
         self._failures: dict[int, _Failures] = {}
-        self._durations: list[float] = []
-        self._first_durations: list[float] = []
+        self.progress_times = ProgressTimes()
         self._workers_seen: set[int] = set()
         self._started_at = now
         self.events: list[Event] = []
@@ -180,22 +273,27 @@ class TaskManager:
         return task
 
     def _plan_next_epoch(self) -> bool:
-        if self._next_epoch >= self.config.num_epochs:
-            return False
-        epoch = self._next_epoch
-        self._next_epoch += 1
-        shards = list(self._shards)
-        rng = random.Random(self.config.seed * 1_000_003 + epoch)
-        if self.config.shuffle:
-            rng.shuffle(shards)
-        self._todo.extend(
-            self._new_task(
-                shard, epoch, shuffle_seed=rng.getrandbits(62) + 1 if self.config.shuffle else 0
+        """Queue the next epoch that has records left (a resumed job's may have none)."""
+        config, resumed = self.config, self._resumed
+        while self._next_epoch < config.num_epochs:
+            epoch = self._next_epoch
+            self._next_epoch += 1
+            planned = plan_epoch(self._shards, epoch, config.shuffle, config.seed, resumed.covered)
+            self._todo.extend(
+                self._new_task(shard, epoch, skip=skip, shuffle_seed=seed)
+                for shard, seed, skip in planned
             )
-            for shard in shards
-        )
-        self.epochs.append(EpochStats(planned=sum(s.num_records for s in shards)))
-        return True
+            keys = [ShardKey(epoch, s.file, s.start, s.end) for s in self._shards]
+            self.epochs.append(
+                EpochStats(
+                    planned=sum(s.num_records for s in self._shards),
+                    trained=sum(resumed.trained.get(k, 0) for k in keys),
+                    covered=sum(resumed.covered.get(k, 0) for k in keys),
+                )
+            )
+            if planned:
+                return True
+        return False
 
     # -- the worker-facing calls ---------------------------------------------------------------
 
@@ -211,6 +309,9 @@ class TaskManager:
         first = worker_id not in self._workers_seen
         self._workers_seen.add(worker_id)
         self._doing[task.task_id] = _Running(task, worker_id, now, now, first=first)
+        if task.type == TaskType.TRAINING:
+            self._seq += 1
+            self._handouts.append((self._seq, task.task_id, ShardKey.of(task), task.skip))
         return task
 
     def report_progress(self, worker_id: int, task_id: int, records_done: int, now: float) -> bool:
@@ -218,13 +319,48 @@ class TaskManager:
         running = self._doing.get(task_id)
         if running is None or running.worker_id != worker_id:
             return False
+        if running.task.type == TaskType.TRAINING:
+            waited = now - running.last_progress_at
+            if running.reports:
+                self.progress_times.saw_gap(waited)
+            else:
+                self.progress_times.saw_lead(waited, running.first)
+        running.reports += 1
         done = max(0, min(records_done, running.task.num_records))
         if done > running.records_done:
             if running.task.type == TaskType.TRAINING:
-                self.epochs[running.task.epoch].trained += done - running.records_done
+                self._count_trained(running.task, running.records_done, done)
             running.records_done = done
         running.last_progress_at = now
         return True
+
+    def _count_trained(self, task: Task, old: int, new: int, redone: bool = False) -> None:
+        """Records `old`..`new` of a training task were trained; those an earlier run of a
+        resumed job had trained (beyond its checkpoint), or `redone`, were trained again."""
+        key = ShardKey.of(task)
+        stats = self.epochs[task.epoch]
+        stats.trained += new - old
+        if redone:
+            stats.redone += new - old
+        else:
+            before = self._resumed.trained.get(key, 0)
+            stats.redone += max(0, min(task.skip + new, before) - (task.skip + old))
+        prefix = task.skip + new
+        seen = self._prefixes.pop(key, None)
+        self._seq += 1
+        self._prefixes[key] = (self._seq, max(prefix, seen[1] if seen else 0))
+
+    def progress_since(self, cursor: int = 0) -> ProgressDelta:
+        """Training tasks handed out and ranges whose trained prefix advanced since `cursor`
+        (0: since the start): what the master journals each pass, beside the checkpoints."""
+        first = bisect.bisect_right(self._handouts, cursor, key=lambda h: h[0])
+        handouts = [(t, k, skip) for _, t, k, skip in self._handouts[first:]]
+        trained: dict[ShardKey, int] = {}
+        for key, (seq, prefix) in reversed(self._prefixes.items()):
+            if seq <= cursor:
+                break
+            trained[key] = prefix
+        return ProgressDelta(self._seq, handouts, dict(reversed(trained.items())))
 
     def report_result(
         self, worker_id: int, task_id: int, error: str, now: float, records_done: int = -1
@@ -243,8 +379,8 @@ class TaskManager:
                 )
                 return
             self.finished_tasks += 1
-            durations = self._first_durations if running.first else self._durations
-            durations.append(now - running.started_at)
+            if running.task.type != TaskType.TRAINING:
+                self.progress_times.saw_duration(running.task.type, now - running.started_at)
             return
         if records_done >= 0:
             self.report_progress(worker_id, task_id, records_done, now)
@@ -274,10 +410,9 @@ class TaskManager:
             del self._doing[task_id]
             extra = (applied or {}).get(task_id, running.records_done) - running.records_done
             if extra > 0 and running.task.type == TaskType.TRAINING:
-                stats = self.epochs[running.task.epoch]
                 extra = min(extra, running.task.num_records - running.records_done)
-                stats.trained += extra
-                stats.redone += extra
+                done = running.records_done
+                self._count_trained(running.task, done, done + extra, redone=True)
             task = self._requeue(
                 running, now, cause=cause, count_failure=count_failure, since=detected_at
             )
@@ -287,26 +422,35 @@ class TaskManager:
 
     def expired(self, now: float) -> list[tuple[int, Task]]:
         """(worker id, task) pairs with no progress for longer than their task timeout."""
-        limits = {first: self.task_timeout(first) for first in (False, True)}
         return [
             (r.worker_id, r.task)
             for r in self._doing.values()
-            if now - r.last_progress_at > limits[r.first]
+            if now - r.last_progress_at > self._limit(r)
         ]
 
-    def task_timeout(self, first: bool = False) -> float:
-        """Seconds without progress after which a task times out (`first`: a worker's first)."""
-        floor = self.config.timeout_floor_s
-        if first:
-            floor *= self.config.first_task_floor_factor
-        durations = self._durations + self._first_durations if first else self._durations
-        slowest = max(durations, default=0.0)
-        return max(floor, self.config.timeout_factor * slowest)
-
     def timeout_of(self, task_id: int) -> float:
-        """The timeout that applies to running task `task_id` (the floor if it is not running)."""
+        """The no-progress limit of running task `task_id` (that of a later training task that
+        reported progress if it is not running)."""
         running = self._doing.get(task_id)
-        return self.task_timeout(running is not None and running.first)
+        if running is None:
+            return self.task_timeout(TaskType.TRAINING, first=False, reported=True)
+        return self._limit(running)
+
+    def task_timeout(self, task_type: TaskType, first: bool, reported: bool) -> float:
+        """Seconds without progress after which a task of `task_type` times out (`first`: a
+        worker's first task; `reported`: it has reported progress), from what was seen so far."""
+        return no_progress_limit(
+            self.config.timeouts, self.progress_times, int(task_type), first, reported
+        )
+
+    def restart_clocks(self, now: float) -> None:
+        """Every running task's no-progress clock starts again at `now`: after an outage that
+        stalled every worker through no fault of theirs (a parameter server was down)."""
+        for running in self._doing.values():
+            running.last_progress_at = max(running.last_progress_at, now)
+
+    def _limit(self, running: _Running) -> float:
+        return self.task_timeout(running.task.type, running.first, running.reports > 0)
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -429,3 +573,8 @@ class TaskManager:
     @property
     def records_redone(self) -> int:
         return sum(e.redone for e in self.epochs)
+
+    @property
+    def records_covered(self) -> int:
+        """Records a resumed job found in its checkpoint (counted in `records_trained`)."""
+        return sum(e.covered for e in self.epochs)

@@ -149,8 +149,8 @@ def _train(
     job_options: dict[str, Any],
     on_null: str | None,
 ) -> StatementResult:
-    from elasticdl.runtime.master.job import TrainingJob
     from elasticdl.runtime.master.options import options_from_kwargs
+    from elasticdl.runtime.master.training_job import TrainingJob
 
     params, train, engine = statement.split_with()
     notes = []

@@ -100,17 +100,18 @@ def _train_task(task: Any, trainer: Any, readers: _Readers, progress: _Progress)
         end = min(seen + size, len(records))
         result = trainer.train_batch(features, labels, size, task.task_id, end)
         seen = end
-        if not result.finite:
+        if result.finite:
+            # Skipped (non-finite) minibatches before this one are covered by this report.
+            done = end
+        else:
+            # Nothing done, but a report all the same: the master's no-progress clock restarts.
             nonfinite += result.records
-            continue
-        # Skipped (non-finite) minibatches before this one are covered by this report.
-        done = end
         progress.send(
             pb.ReportProgressRequest(
                 worker_id=trainer.worker_id,
                 task_id=task.task_id,
                 records_done=done,
-                loss=result.loss,
+                loss=result.loss if result.finite else float("nan"),
                 model_version=trainer.model_version,
             )
         )

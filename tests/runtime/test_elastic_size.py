@@ -16,9 +16,9 @@ from job_checks import assert_records_accounted, context_of, report_of
 import elasticdl
 from elasticdl import cli
 from elasticdl.runtime.data import generate as gen
-from elasticdl.runtime.master.job import JobResult, TrainingJob
 from elasticdl.runtime.master.options import TrainOptions
 from elasticdl.runtime.master.scaling import ScaleRefused
+from elasticdl.runtime.master.training_job import JobResult, TrainingJob
 from elasticdl.scale_command import scale_via_master
 
 pytestmark = pytest.mark.slow

@@ -24,8 +24,8 @@ from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime import auth
 from elasticdl.runtime.data import generate as gen
-from elasticdl.runtime.master.job import TrainingJob
 from elasticdl.runtime.master.options import TrainOptions
+from elasticdl.runtime.master.training_job import TrainingJob
 from elasticdl.runtime.ps.client import PSClient, PSError
 
 pytestmark = pytest.mark.slow
@@ -77,8 +77,8 @@ class Rogue:
                         f"{name} report_progress",
                         _refused(lambda s=stub, p=progress: s.report_progress(p)),
                     )
-            if self.job._ps_addrs:
-                with PSClient(self.job._ps_addrs, timeout_s=5) as client:
+            if self.job.ps_addrs:
+                with PSClient(self.job.ps_addrs, timeout_s=5) as client:
                     for call in (
                         client.pull,
                         lambda c=client: c.push_model({"x": np.zeros(2, np.float32)}),

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from job_checks import assert_report_valid
 from tiny_zoo import tiny_zoo
 
 import elasticdl
@@ -104,6 +105,7 @@ def test_prediction_with_a_killed_worker_writes_every_row_once(tmp_path, monkeyp
     )
     assert result.succeeded, result.error
     report = json.loads((output / "job_report.json").read_text())
+    assert_report_valid(report)
     context = json.dumps({k: report[k] for k in ("workers", "tasks", "events")})[:3000]
     assert report["workers"]["failed"] == 1 and report["workers"]["relaunched"] == 1, context
     assert report["tasks"]["requeued"] == 1, context
@@ -172,6 +174,7 @@ def test_evaluate_merges_worker_metrics_into_whole_data_metrics(tmp_path, model,
     assert result.metrics["mse"] == pytest.approx(float(np.mean((predicted - labels) ** 2)), 1e-4)
     assert result.metrics["mae"] == pytest.approx(float(np.mean(np.abs(predicted - labels))), 1e-4)
     assert result.report["metrics"] == result.metrics
+    assert_report_valid(result.report)
 
 
 def write_table(path: Path, columns: list[str], rows: int = 10) -> Path:

@@ -7,8 +7,19 @@ from pathlib import Path
 
 
 def report_of(directory: Path) -> dict:
-    """The job report in an output (or log) directory."""
-    return json.loads((directory / "job_report.json").read_text())
+    """The job report in an output (or log) directory, checked against its JSON Schema."""
+    report = json.loads((directory / "job_report.json").read_text())
+    assert_report_valid(report)
+    return report
+
+
+def assert_report_valid(report: dict) -> None:
+    """The report follows job_report.schema.json (the schema the package ships)."""
+    import jsonschema
+
+    from elasticdl.runtime.master.report import schema
+
+    jsonschema.validate(report, schema(), cls=jsonschema.Draft202012Validator)
 
 
 def context_of(report: dict, *keys: str) -> str:

@@ -231,7 +231,7 @@ def test_the_real_train_step_runs_local_workers_on_the_local_engine(
     tmp_path, monkeypatch, model_writer
 ):
     """The real step module (TrainingJob stood in for): no Kubernetes instance manager."""
-    from elasticdl.runtime.master import job
+    from elasticdl.runtime.master import training_job as job
 
     made = []
 

@@ -250,7 +250,7 @@ def test_real_pipelines_train_then_predict_into_the_table_locally(hr_db, tmp_pat
 def test_a_retried_train_attempt_resumes_from_its_own_checkpoints(
     tmp_path, model_writer, monkeypatch
 ):
-    import elasticdl.runtime.master.job as job
+    import elasticdl.runtime.master.training_job as job
 
     started = []
 

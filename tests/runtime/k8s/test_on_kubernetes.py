@@ -28,7 +28,7 @@ from elasticdl.runtime.data import generate as gen
 from elasticdl.runtime.k8s import manifests as m
 from elasticdl.runtime.k8s.manager import KubernetesInstanceManager
 from elasticdl.runtime.k8s.pod_states import CreationBackoff
-from elasticdl.runtime.master.job import TrainingJob
+from elasticdl.runtime.master.training_job import TrainingJob
 from elasticdl.train_command import options_from_kwargs
 
 pytestmark = pytest.mark.slow

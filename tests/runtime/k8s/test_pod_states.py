@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from elasticdl.runtime.k8s.pod_states import (
-    RELAUNCH,
+    EXIT_KIND,
     TRANSITIONS,
     CreationBackoff,
     Observation,
@@ -17,11 +17,11 @@ from elasticdl.runtime.k8s.pod_states import (
     PodState,
     PodTracker,
     Refusal,
-    Relaunch,
     classify,
     creation_refusal,
     newer,
 )
+from elasticdl.runtime.master.exits import ExitKind
 
 NAME = "train-1a2b-worker-3"
 UID = "6f1c9a52-2b1e-4a55-9d0e-0c3f5b8e7a11"
@@ -299,16 +299,17 @@ def test_the_table_covers_every_end_from_every_live_state() -> None:
         elif observation is not Observation.TERMINATING:
             to, outcome = TRANSITIONS[(state, observation)]
             assert to is PodState.DONE and outcome is not None
-    assert RELAUNCH[Outcome.OOM] is Relaunch.NEVER
-    assert RELAUNCH[Outcome.PREEMPTED] is Relaunch.NEW_ID
-    assert RELAUNCH[Outcome.FAILED] is Relaunch.BOUNDED
+    assert EXIT_KIND[Outcome.OOM] is ExitKind.OOM
+    assert EXIT_KIND[Outcome.PREEMPTED] is ExitKind.PREEMPTED
+    assert EXIT_KIND[Outcome.FAILED] is ExitKind.FAILED
+    assert set(EXIT_KIND) == set(Outcome)
 
 
 def test_decision_messages() -> None:
     tracker = PodTracker()
     tracker.expect(NAME, UID)
     oom = tracker.observe("MODIFIED", pod(5, "Failed", exit_code=137, term_reason="OOMKilled"))
-    assert oom is not None and oom.relaunch is Relaunch.NEVER and oom.ended
+    assert oom is not None and oom.kind is ExitKind.OOM and oom.ended
     assert (
         "OOMKilled" in oom.message
         and "4Gi" in oom.message

@@ -1,7 +1,10 @@
 import pytest
 
 from elasticdl.runtime.data.shards import plan_shards
-from elasticdl.runtime.master.task_manager import TaskManager, TaskManagerConfig
+from elasticdl.runtime.master.task_manager import TaskManager, TaskManagerConfig, TaskType
+from elasticdl.runtime.master.task_timeout import ProgressTimes, TimeoutConfig, no_progress_limit
+
+TRAINING, EVALUATION, PREDICTION = (int(t) for t in TaskType)
 
 FILES = [("a", 25), ("b", 10)]
 
@@ -130,42 +133,142 @@ def test_remainder_retries_share_the_cap():
     assert tm.failure is not None
 
 
-def test_timeout_has_a_floor_and_follows_observed_durations():
-    tm = manager(shuffle=False, timeout_floor_s=10.0, timeout_factor=3.0)
-    assert tm.task_timeout() == 10.0
-    assert tm.task_timeout(first=True) == 20.0  # a worker's first task also traces
-    task = tm.get(0, 0.0)
-    tm.report_result(0, task.task_id, "", 8.0)
-    assert tm.task_timeout(first=True) == 24.0
-    slow = tm.get(1, 10.0)  # worker 1's first task
-    tm.report_progress(1, slow.task_id, 2, 20.0)
-    assert tm.expired(40.0) == []
-    assert [(w, t.task_id) for w, t in tm.expired(45.0)] == [(1, slow.task_id)]
+# (times seen, task type, first, reported) -> limit; floor 10 s, factor 5, first floor x2,
+# 120 s for a first task before any first task reported.
+LIMITS = [
+    ("nothing seen, training task that reported", {}, TRAINING, False, True, 10.0),
+    ("nothing seen, later task not yet reported", {}, TRAINING, False, False, 10.0),
+    ("nothing seen, a worker's first task", {}, TRAINING, True, False, 120.0),
+    ("fast minibatches: the floor", {"gap": 0.05, "lead": 0.3}, TRAINING, False, True, 10.0),
+    ("slow minibatches raise it", {"gap": 4.0}, TRAINING, False, True, 20.0),
+    (
+        "a slow lead counts only before the first report",
+        {"gap": 1.0, "lead": 3.0},
+        TRAINING,
+        False,
+        True,
+        10.0,
+    ),  # fmt: skip
+    ("... and before it", {"gap": 1.0, "lead": 3.0}, TRAINING, False, False, 15.0),
+    (
+        "slow tracing does not stretch later tasks",
+        {"gap": 0.1, "first_lead": 40.0},
+        TRAINING,
+        False,
+        False,
+        10.0,
+    ),  # fmt: skip
+    (
+        "a first task once one traced: x5 the slowest",
+        {"first_lead": 30.0},
+        TRAINING,
+        True,
+        False,
+        150.0,
+    ),  # fmt: skip
+    (
+        "a first task once one traced fast: twice the floor",
+        {"first_lead": 2.0},
+        TRAINING,
+        True,
+        False,
+        20.0,
+    ),  # fmt: skip
+    (
+        "a first task after its first report: a minibatch",
+        {"gap": 0.1, "first_lead": 30.0},
+        TRAINING,
+        True,
+        True,
+        10.0,
+    ),  # fmt: skip
+    ("evaluation before any finished", {"gap": 0.1}, EVALUATION, False, False, 120.0),
+    (
+        "evaluation after some finished",
+        {"durations": {EVALUATION: 30.0}},
+        EVALUATION,
+        False,
+        False,
+        150.0,
+    ),  # fmt: skip
+    (
+        "prediction, fast tasks: the floor",
+        {"durations": {PREDICTION: 0.5}},
+        PREDICTION,
+        False,
+        False,
+        10.0,
+    ),  # fmt: skip
+    (
+        "prediction, a worker's first task: twice the floor",
+        {"durations": {PREDICTION: 0.5}},
+        PREDICTION,
+        True,
+        False,
+        20.0,
+    ),  # fmt: skip
+]
 
 
-def test_a_slow_first_task_does_not_stretch_the_timeout_of_later_tasks():
-    # A worker's first task includes tracing its dataset_fn and step: it is compared with
-    # every task, a later task only with later tasks, so a hang is caught near the floor.
-    tm = manager(shuffle=False, timeout_floor_s=3.0, timeout_factor=5.0, num_epochs=3)
+@pytest.mark.parametrize(
+    ("name", "seen", "task_type", "first", "reported", "limit"), LIMITS, ids=[r[0] for r in LIMITS]
+)
+def test_no_progress_limit(name, seen, task_type, first, reported, limit):
+    config = TimeoutConfig(floor_s=10.0, factor=5.0, first_floor_factor=2.0)
+    assert no_progress_limit(config, ProgressTimes(**seen), task_type, first, reported) == limit
+    fixed = TimeoutConfig(fixed_s=7.0)
+    assert no_progress_limit(fixed, ProgressTimes(**seen), task_type, first, reported) == 7.0
+
+
+def test_a_hung_worker_is_caught_a_floor_after_its_last_minibatch():
+    """Minibatch reports feed the limit: after a slow first task, a hang mid-task is caught
+    at the floor, a new worker's first task gets x5 the slowest tracing seen."""
+    tm = manager(shuffle=False, timeout_floor_s=10.0, num_epochs=3)
     warmup = tm.get(0, 0.0)
-    assert tm.timeout_of(warmup.task_id) == 6.0  # twice the floor before anything finished
-    tm.report_result(0, warmup.task_id, "", 2.0)  # 2 s of tracing
-    assert tm.task_timeout(first=True) == 10.0
-    assert tm.task_timeout() == 3.0
-    steady = tm.get(0, 2.0)
-    tm.report_result(0, steady.task_id, "", 2.2)
-    assert tm.task_timeout() == 3.0
-    hung = tm.get(0, 2.2)
-    fresh = tm.get(1, 2.2)  # a new worker's first task: it may trace for 10 s
-    assert tm.timeout_of(hung.task_id) == 3.0 and tm.timeout_of(fresh.task_id) == 10.0
-    assert tm.expired(5.0) == []
-    assert [(w, t.task_id) for w, t in tm.expired(5.3)] == [(0, hung.task_id)]
-    tm.report_progress(1, fresh.task_id, 1, 9.0)
-    assert [w for w, _ in tm.expired(12.3)] == [0]
-    assert sorted(w for w, _ in tm.expired(19.1)) == [0, 1]
-    # A later task that was slow raises the later tasks' timeout (and the first tasks').
-    tm.report_result(0, hung.task_id, "", 20.2)
-    assert tm.task_timeout() == 90.0 and tm.task_timeout(first=True) == 90.0
+    assert tm.timeout_of(warmup.task_id) == 120.0  # nothing tells how long tracing takes
+    assert tm.expired(119.0) == []
+    tm.report_progress(0, warmup.task_id, 4, 12.0)  # 12 s of tracing, then minibatches
+    tm.report_progress(0, warmup.task_id, 8, 12.5)
+    tm.report_result(0, warmup.task_id, "", 13.0)
+    assert tm.progress_times == ProgressTimes(gap=0.5, first_lead=12.0)
+    hung = tm.get(0, 13.0)
+    tm.report_progress(0, hung.task_id, 4, 13.3)
+    fresh = tm.get(1, 13.3)  # a new worker's first task
+    assert tm.timeout_of(hung.task_id) == 10.0 and tm.timeout_of(fresh.task_id) == 60.0
+    assert tm.expired(23.2) == []
+    assert [(w, t.task_id) for w, t in tm.expired(23.4)] == [(0, hung.task_id)]
+    tm.report_progress(1, fresh.task_id, 2, 50.0)  # traced in 36.7 s: within its 60 s
+    assert tm.timeout_of(fresh.task_id) == 10.0
+    assert sorted(w for w, _ in tm.expired(60.1)) == [0, 1]
+
+
+def test_slow_minibatches_raise_the_limit_and_a_ps_outage_restarts_the_clocks():
+    tm = manager(shuffle=False, timeout_floor_s=10.0)
+    task = tm.get(0, 0.0)
+    tm.report_progress(0, task.task_id, 2, 1.0)
+    tm.report_progress(0, task.task_id, 4, 5.0)  # a 4 s minibatch
+    assert tm.timeout_of(task.task_id) == 20.0
+    assert tm.expired(24.9) == []
+    tm.restart_clocks(24.0)  # a parameter server was down until now
+    assert tm.expired(43.9) == [] and len(tm.expired(44.1)) == 1
+
+
+def test_a_fixed_task_timeout_overrides_the_derived_one():
+    tm = manager(shuffle=False, task_timeout_s=3.0)
+    task = tm.get(0, 0.0)
+    assert tm.timeout_of(task.task_id) == 3.0
+    assert tm.expired(2.9) == [] and len(tm.expired(3.1)) == 1
+
+
+def test_evaluation_tasks_time_out_after_their_slowest_finished_peer():
+    tm = manager(shuffle=False, timeout_floor_s=10.0)
+    tm.add_tasks(plan_shards([("v", 20)], 10), TaskType.EVALUATION, model_version=3)
+    first = tm.get(0, 0.0)
+    assert first.type == TaskType.EVALUATION and tm.timeout_of(first.task_id) == 120.0
+    tm.report_result(0, first.task_id, "", 8.0)
+    second = tm.get(0, 8.0)
+    assert tm.timeout_of(second.task_id) == 40.0
+    assert tm.progress_times.gap is None  # evaluation reports are not minibatch gaps
 
 
 def test_success_with_missing_records_is_requeued_not_dropped():

@@ -1,0 +1,289 @@
+"""Parameter-server liveness: a hung PS (SIGSTOP, a deadlock) never exits, so it is found by
+probing.
+
+A process that is stopped still holds its listening socket and its open connections: the
+kernel accepts connections and buffers requests for it, so only a call that must be *answered*
+tells a live PS from a hung one. The probe is `get_applied_progress` with no task ids, the
+cheapest call of the existing `ParameterServer` service (one dictionary comprehension under
+the store's lock; no tensors).
+
+Pure core, `PSLiveness` (no I/O, times passed in): probes are sent, then answered or failed.
+A PS is *unresponsive* when at least `min_failures` probes sent after its last answered probe
+have failed and the first of them was sent `timeout_s` or more ago. A probe's deadline is
+`timeout_s`, so a probe answered late (a GC pause, a PS busy applying gradients on a loaded
+2-core machine) but within `timeout_s` proves the PS alive; requiring a second failed probe
+keeps one lost answer (the master itself starved of CPU at the wrong moment) from condemning a
+PS. A PS that has not answered since it was (re)started is *starting*: it is flagged only after
+`start_timeout_s` (a relaunched PS restores its checkpoint and imports TensorFlow first).
+Results of probes sent to an earlier incarnation (before `restart`) are ignored.
+
+Thin I/O class, `PSHealthMonitor`: one daemon thread sends a probe to every PS each
+`interval_s` (non-blocking gRPC futures with deadline `timeout_s`; callbacks feed the core
+under a lock). Interface for the supervisor:
+
+    monitor = PSHealthMonitor(addrs, timeout_s=6.0, interval_s=1.0, start_timeout_s=120.0)
+    monitor.start()                      # begins probing; every PS is "starting"
+    monitor.unresponsive(now=None)       # -> list[int]: ps ids to kill and relaunch
+    monitor.down_since(ps_id)            # -> float | None: send time of its first failed probe
+    monitor.set_address(ps_id, addr)     # after a relaunch (same or new address): restart
+    monitor.wait_serving(addr, timeout_s)  # -> float: seconds until addr answers a probe
+    monitor.stop()
+
+Times are `time.monotonic()` seconds unless a `clock` is given.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import grpc
+
+from elasticdl.proto import elasticdl_pb2 as pb
+from elasticdl.proto import elasticdl_pb2_grpc
+from elasticdl.runtime import auth
+from elasticdl.runtime.job_config import GRPC_OPTIONS
+
+TIMEOUT_S = 6.0
+INTERVAL_S = 1.0
+START_TIMEOUT_S = 120.0
+MIN_FAILURES = 2
+_MAX_FAILED = 256
+_CHANNEL_OPTIONS = [
+    *GRPC_OPTIONS,
+    # A relaunched PS on the same port is seen within a second, not after gRPC's default
+    # reconnect backoff (which grows to two minutes).
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One probe of one incarnation (`generation`) of PS `ps_id`, sent at `sent_at`."""
+
+    ps_id: int
+    generation: int
+    sent_at: float
+
+
+@dataclass
+class _PSState:
+    generation: int
+    started_at: float
+    answered_at: float | None = None
+    """Send time of the newest answered probe: the PS was alive after it."""
+    failed: list[float] = field(default_factory=list)
+    """Send times of failed probes sent after `answered_at`, oldest first."""
+    last_error: str = ""
+
+
+class PSLiveness:
+    """Which parameter servers answer probes; pure, times passed in."""
+
+    def __init__(
+        self,
+        num_ps: int,
+        now: float,
+        timeout_s: float = TIMEOUT_S,
+        start_timeout_s: float = START_TIMEOUT_S,
+        min_failures: int = MIN_FAILURES,
+    ) -> None:
+        if timeout_s <= 0 or start_timeout_s <= 0 or min_failures < 1:
+            raise ValueError(
+                f"PS liveness needs timeout_s > 0, start_timeout_s > 0 and min_failures >= 1, "
+                f"got {timeout_s}, {start_timeout_s}, {min_failures}"
+            )
+        self.timeout_s = timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.min_failures = min_failures
+        self._ps = [_PSState(0, now) for _ in range(num_ps)]
+
+    @property
+    def num_ps(self) -> int:
+        return len(self._ps)
+
+    def restart(self, ps_id: int, now: float) -> None:
+        """PS `ps_id` was (re)launched at `now`: it is starting; older probes no longer count."""
+        self._ps[ps_id] = _PSState(self._ps[ps_id].generation + 1, now)
+
+    def sent(self, ps_id: int, now: float) -> Probe:
+        """A probe goes to PS `ps_id` now; pass it back to `answered` or `failed`."""
+        return Probe(ps_id, self._ps[ps_id].generation, now)
+
+    def answered(self, probe: Probe) -> None:
+        state = self._current(probe)
+        if state is None or (state.answered_at is not None and probe.sent_at <= state.answered_at):
+            return
+        state.answered_at = probe.sent_at
+        state.failed = [t for t in state.failed if t > probe.sent_at]
+
+    def failed(self, probe: Probe, error: str = "") -> None:
+        state = self._current(probe)
+        if state is None or (state.answered_at is not None and probe.sent_at <= state.answered_at):
+            return
+        if len(state.failed) < _MAX_FAILED:  # the oldest ones are what counts
+            state.failed.append(probe.sent_at)
+            state.failed.sort()
+        state.last_error = error
+
+    def status(self, ps_id: int, now: float) -> str:
+        """ "starting", "alive" or "unresponsive"."""
+        state = self._ps[ps_id]
+        if state.answered_at is None:
+            late = now - state.started_at >= self.start_timeout_s
+            return "unresponsive" if late else "starting"
+        if len(state.failed) >= self.min_failures and now - state.failed[0] >= self.timeout_s:
+            return "unresponsive"
+        return "alive"
+
+    def unresponsive(self, now: float) -> list[int]:
+        """Ids of the parameter servers to treat as hung (see the module docstring)."""
+        return [i for i in range(self.num_ps) if self.status(i, now) == "unresponsive"]
+
+    def down_since(self, ps_id: int) -> float | None:
+        """Send time of the first probe that failed since the last answer (None: none failed).
+
+        The PS stopped answering between its last answered probe and this time; the outage
+        of a hung PS runs from about here to when its relaunch answers (`wait_serving`)."""
+        failed = self._ps[ps_id].failed
+        return failed[0] if failed else None
+
+    def last_error(self, ps_id: int) -> str:
+        return self._ps[ps_id].last_error
+
+    def _current(self, probe: Probe) -> _PSState | None:
+        state = self._ps[probe.ps_id]
+        return state if probe.generation == state.generation else None
+
+
+class PSHealthMonitor:
+    """Probes every parameter server from a daemon thread; see the module docstring."""
+
+    def __init__(
+        self,
+        addrs: Sequence[str],
+        timeout_s: float = TIMEOUT_S,
+        interval_s: float = INTERVAL_S,
+        start_timeout_s: float = START_TIMEOUT_S,
+        clock: Callable[[], float] = time.monotonic,
+        credentials: auth.JobAuth | None = None,
+    ) -> None:
+        """`credentials`: the job's (runtime/auth.py); probes then carry its secret."""
+        if interval_s <= 0:
+            raise ValueError(f"PS health probes need interval_s > 0, got {interval_s}")
+        self.timeout_s = timeout_s
+        self.interval_s = interval_s
+        self._clock = clock
+        # Re-entrant: a probe's callback may run at once, in the thread that sent it.
+        self._lock = threading.RLock()
+        self._core = PSLiveness(len(addrs), clock(), timeout_s, start_timeout_s)
+        self._addrs = list(addrs)
+        self._credentials = credentials
+        self._channels = [self._channel(a) for a in addrs]
+        self._stubs = [elasticdl_pb2_grpc.ParameterServerStub(c) for c in self._channels]
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start probing; every PS counts as starting from now."""
+        if self._thread is not None:
+            return
+        with self._lock:
+            now = self._clock()
+            for ps_id in range(self._core.num_ps):
+                self._core.restart(ps_id, now)
+        self._thread = threading.Thread(target=self._run, name="ps-health", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop probing and close the channels (in-flight probes are cancelled)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        with self._lock:
+            for channel in self._channels:
+                channel.close()
+
+    def set_address(self, ps_id: int, addr: str) -> None:
+        """PS `ps_id` was relaunched (at `addr`): it is starting again from now."""
+        with self._lock:
+            if addr != self._addrs[ps_id]:
+                self._channels[ps_id].close()
+                self._channels[ps_id] = self._channel(addr)
+                self._stubs[ps_id] = elasticdl_pb2_grpc.ParameterServerStub(self._channels[ps_id])
+                self._addrs[ps_id] = addr
+            self._core.restart(ps_id, self._clock())
+
+    def _channel(self, addr: str) -> grpc.Channel:
+        return auth.channel(addr, self._credentials, _CHANNEL_OPTIONS)
+
+    def unresponsive(self, now: float | None = None) -> list[int]:
+        with self._lock:
+            return self._core.unresponsive(self._clock() if now is None else now)
+
+    def status(self, ps_id: int, now: float | None = None) -> str:
+        with self._lock:
+            return self._core.status(ps_id, self._clock() if now is None else now)
+
+    def down_since(self, ps_id: int) -> float | None:
+        with self._lock:
+            return self._core.down_since(ps_id)
+
+    def wait_serving(self, addr: str, timeout_s: float) -> float:
+        """Seconds until the PS at `addr` answers a probe; TimeoutError after `timeout_s`."""
+        start = self._clock()
+        deadline = start + timeout_s
+        with self._channel(addr) as channel:
+            stub = elasticdl_pb2_grpc.ParameterServerStub(channel)
+            while True:
+                left = deadline - self._clock()
+                if left <= 0:
+                    raise TimeoutError(
+                        f"parameter server {addr} did not answer within {timeout_s:g} s"
+                    )
+                try:
+                    stub.get_applied_progress(
+                        pb.AppliedProgressRequest(), timeout=min(left, self.timeout_s)
+                    )
+                    return self._clock() - start
+                except grpc.RpcError:
+                    time.sleep(min(0.1, max(0.0, deadline - self._clock())))
+
+    # -- the probing thread -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                for ps_id, stub in enumerate(self._stubs):
+                    self._send(ps_id, stub)
+            self._stop.wait(self.interval_s)
+
+    def _send(self, ps_id: int, stub: elasticdl_pb2_grpc.ParameterServerStub) -> None:
+        """Send one probe (lock held); its callback records the outcome."""
+        probe = self._core.sent(ps_id, self._clock())
+        try:
+            call = stub.get_applied_progress.future(
+                pb.AppliedProgressRequest(), timeout=self.timeout_s
+            )
+        except ValueError:  # the channel was closed by stop() or set_address()
+            return
+
+        def done(future: grpc.Future) -> None:
+            error = ""
+            if future.cancelled():
+                return
+            exception = future.exception()
+            if exception is not None:
+                code = exception.code() if isinstance(exception, grpc.Call) else None
+                error = f"{getattr(code, 'name', type(exception).__name__)}"
+            with self._lock:
+                if error:
+                    self._core.failed(probe, error)
+                else:
+                    self._core.answered(probe)
+
+        call.add_done_callback(done)

@@ -1,0 +1,454 @@
+"""The master of a training job: plan, launch, watch, recover, publish.
+
+`TrainingJob.run()` is the whole life of a job:
+
+1. check the inputs (model definition and params, data, output location, the checkpoint to
+   start from) before starting any process, so bad input fails in seconds with one clear line;
+2. serve the Master gRPC service; the supervisor (supervisor.py) starts the parameter servers
+   and the workers and watches them, with the training plug-in (training_plugin.py): PS
+   progress and recovery from checkpoints, evaluation, progress display and TensorBoard;
+3. when every task is done: pull the parameters, export the model, stop the processes, write
+   the job report (a view of the event log, report.py) and publish everything at `--output`
+   atomically. A failed job publishes nothing; its report goes to the log directory.
+4. SIGTERM or SIGINT to the master (when it runs in the main thread): the workers are told to
+   finish their minibatch, the processes stop, the report says "stopped" (in the log
+   directory), and the checkpoints stay for a resume with --checkpoint_dir_for_init.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from elasticdl.runtime import auth
+from elasticdl.runtime.data.planner import count_files
+from elasticdl.runtime.data.recordio import read_records
+from elasticdl.runtime.data.shards import plan_shards
+from elasticdl.runtime.job_config import JobConfig, host_port
+from elasticdl.runtime.master import report as views
+from elasticdl.runtime.master.bounds import job_bound
+from elasticdl.runtime.master.chaos import parse_chaos
+from elasticdl.runtime.master.events import CheckpointFound, EventLog, JobStopped
+from elasticdl.runtime.master.export import export_model, write_trained_model
+from elasticdl.runtime.master.instances import InstanceManager, LocalInstanceManager, Role
+from elasticdl.runtime.master.options import TrainOptions
+from elasticdl.runtime.master.progress import ProgressDisplay
+from elasticdl.runtime.master.progress_journal import (
+    ProgressJournal,
+    plan_fingerprint,
+    resume_point,
+)
+from elasticdl.runtime.master.ps_health import PSHealthMonitor
+from elasticdl.runtime.master.scaling import ScaleInbox
+from elasticdl.runtime.master.servicer import MasterServicer, serve_master
+from elasticdl.runtime.master.supervisor import (
+    JobPlugin,
+    StopRequested,
+    Supervisor,
+    SupervisorConfig,
+    stop_on_signals,
+)
+from elasticdl.runtime.master.task_manager import (
+    JobFailed,
+    Resumed,
+    TaskManager,
+    TaskManagerConfig,
+)
+from elasticdl.runtime.master.task_state import TaskState, timeout_floor
+from elasticdl.runtime.master.training_plugin import Evaluations, TrainingPlugin
+from elasticdl.runtime.model_spec import load_model_spec
+from elasticdl.runtime.outputs import check_output, publish, staging_dir
+from elasticdl.runtime.zoo_source import resolve_zoo
+
+log = logging.getLogger("elasticdl.master")
+
+WORKERS_LEAVE_S = 0.5
+"""At the end, how long workers get to leave by themselves (they poll every 0.2 s)."""
+STOP_DRAIN_S = 20.0
+"""On SIGTERM to the master, how long workers get to finish their minibatch and leave."""
+
+summary_line = views.summary_line
+
+
+@dataclass
+class JobResult:
+    status: str
+    output: str
+    report: dict[str, Any]
+    error: str = ""
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "succeeded"
+
+
+class TrainingJob:
+    """One training job (PS and workers: local processes, or pods)."""
+
+    def __init__(
+        self,
+        options: TrainOptions,
+        instance_manager_factory: Callable[[Path, str, Path], InstanceManager] | None = None,
+    ) -> None:
+        """`instance_manager_factory(config_path, master_addr, log_dir)` makes the manager of
+        PS and worker instances: local processes by default, pods on Kubernetes."""
+        options.validate()
+        self.options = options
+        self._manager_factory = instance_manager_factory or LocalInstanceManager
+        self.job_name = options.job_name or f"train-{uuid.uuid4().hex[:8]}"
+        parse_chaos(options.chaos)  # bad --chaos fails here, before anything starts
+        self.events = EventLog()
+        self._eval_shards: list[Any] = []
+        self._eval_metrics: Any = None
+        self._first_eval_version = options.evaluation_steps or 0
+        self._resumed_from: dict[str, Any] | None = None
+        self._checkpoint_dir = ""
+        self.scale_inbox = ScaleInbox()
+        """Requests to resize the running job (`elasticdl scale`); see scaling.py."""
+        self.master_addr = ""
+        """The master's gRPC address, once `run()` serves it."""
+        self.ps_addrs: list[str] = []
+        """The parameter servers' addresses, once `run()` started them."""
+        self._journal: ProgressJournal | None = None
+
+    # -- preparation ---------------------------------------------------------------------------
+
+    def _prepare(self) -> tuple[JobConfig, TaskManager, list[bytes], Path]:
+        o = self.options
+        zoo = resolve_zoo(o.model_zoo)
+        spec = load_model_spec(
+            o.model_def,
+            params=o.params,
+            dataset_fn=o.dataset_fn,
+            loss=o.loss,
+            optimizer=o.optimizer,
+            eval_metrics_fn=o.eval_metrics_fn,
+            zoo=zoo,
+        )
+        files = count_files(o.training_data)
+        shards = plan_shards(files, o.records_per_task)
+        if not shards:
+            raise ValueError(f"--training_data {o.training_data!r}: the files hold no records")
+        self._bound = job_bound(o, len(shards), "tasks in an epoch", self._manager_factory)
+        self._eval_shards = []
+        if o.validation_data:
+            self._eval_shards = plan_shards(count_files(o.validation_data), o.records_per_task)
+            if not self._eval_shards:
+                raise ValueError(f"--validation_data {o.validation_data!r}: no records")
+            self._eval_metrics = spec.instantiate().eval_metrics()
+            if not self._eval_metrics.names and self._eval_metrics.batch_fn is None:
+                raise ValueError(
+                    f"--validation_data was given but {o.model_def} defines no evaluation "
+                    "metrics; define eval_metrics_fn (or the style's equivalent)"
+                )
+        checkpoint_dir = _local_absolute(o.resolved_checkpoint_dir)
+        init_dir = _local_absolute(o.checkpoint_dir_for_init)
+        # Resuming a job that stopped before it published, into the same --output: its
+        # checkpoints are the one thing there, and the new job checkpoints next to them.
+        own_checkpoints = _local_absolute(f"{o.output.rstrip('/')}/checkpoints")
+        resuming_in_place = bool(init_dir) and init_dir.rstrip("/") == own_checkpoints
+        check_output(o.output, resuming=resuming_in_place)
+        if init_dir and init_dir.rstrip("/") == checkpoint_dir.rstrip("/"):
+            init_dir = checkpoint_dir  # one spelling: the PS compares them
+        self._checkpoint_dir = checkpoint_dir
+        sample = list(read_records(shards[0].file, 0, min(8, shards[0].num_records)))
+        config = job_config(o, self.job_name, zoo, checkpoint_dir, init_dir)
+        self._check_checkpoints(config, sample, shards[0].file)
+        log.info(
+            "job %s: %s (%s style) on %d record(s) in %d file(s), %d task(s)/epoch x %d epoch(s)",
+            self.job_name,
+            o.model_def,
+            spec.style,
+            sum(n for _, n in files),
+            len(files),
+            len(shards),
+            o.num_epochs,
+        )
+        tasks = TaskManager(
+            shards,
+            TaskManagerConfig(
+                records_per_task=o.records_per_task,
+                num_epochs=o.num_epochs,
+                shuffle=o.shuffle,
+                seed=o.seed,
+                max_task_retries=o.max_task_retries,
+                timeout_floor_s=timeout_floor(o.task_timeout_floor_s),
+            ),
+            now=time.monotonic(),
+            resumed=self._open_journal(shards, checkpoint_dir, init_dir),
+        )
+        work = Path(o.log_dir) if o.log_dir else Path(tempfile.mkdtemp(prefix=f"{self.job_name}-"))
+        work.mkdir(parents=True, exist_ok=True)
+        return config, tasks, sample, work
+
+    def _open_journal(self, shards: list[Any], checkpoint_dir: str, init_dir: str) -> Resumed:
+        """Start this run's progress journal beside the checkpoints; when resuming, what the
+        checkpoint already holds of the plan (those records are not trained again)."""
+        o = self.options
+        plan = plan_fingerprint(shards, o.seed, o.shuffle)
+        point = None
+        if init_dir and self._resumed_from is not None:
+            point = resume_point(init_dir, self._resumed_from["model_version"], plan)
+            if not point.journaled:
+                log.info("no progress journal in %s: every record is trained again", init_dir)
+        if not checkpoint_dir:
+            return point.resumed if point else Resumed()
+        self._journal = ProgressJournal(checkpoint_dir)
+        return self._journal.open_run(
+            plan, point.from_version if point else -1, point.resumed if point else None
+        )
+
+    def _check_checkpoints(self, config: JobConfig, sample: list[bytes], file: str) -> None:
+        """Fail before starting anything if --checkpoint_dir_for_init does not fit the model."""
+        if not config.checkpoint_dir_for_init:
+            return
+        from elasticdl.runtime.model_build import build_model
+        from elasticdl.runtime.ps import checkpoint
+        from elasticdl.runtime.variables import named_variables
+
+        instance = config.load_spec().instantiate()
+        from elasticdl.runtime.data.metadata import DatasetMetadata
+
+        build_model(instance, sample, metadata=DatasetMetadata.for_file(file, sample[0]))
+        trainable, state = named_variables(instance.model)
+        shapes = {name: tuple(v.shape) for name, v in {**trainable, **state}.items()}
+        version = checkpoint.check_directory(
+            config.checkpoint_dir_for_init, shapes, config.model_def
+        )
+        log.info(
+            "job %s starts from checkpoint version %d in %s",
+            self.job_name,
+            version,
+            config.checkpoint_dir_for_init,
+        )
+        self._resumed_from = {"dir": config.checkpoint_dir_for_init, "model_version": version}
+        steps = self.options.evaluation_steps
+        if steps:
+            self._first_eval_version = (version // steps + 1) * steps
+
+    # -- the job -------------------------------------------------------------------------------
+
+    def run(self) -> JobResult:
+        """Run the job to the end; raise ValueError/FileNotFoundError for bad input."""
+        config, task_manager, sample, work = self._prepare()
+        config, credentials = auth.secure(config, work, self.options.tls_dir)
+        config_path = config.write(work / "job.json")
+        servicer = MasterServicer(task_manager, scale_inbox=self.scale_inbox, hold_workers=True)
+        server, port = serve_master(
+            servicer, self.options.master_host, self.options.master_port, credentials
+        )
+        master_addr = host_port(self.options.master_host, port)
+        try:
+            manager = self._manager_factory(config_path, master_addr, work)
+        except BaseException:
+            server.stop(grace=None)
+            raise
+        manager.listen_for_scale(self.scale_inbox)
+        servicer.admit_workers(lambda: manager.alive(Role.WORKER))
+        log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
+        tasks = TaskState(servicer)
+        o = self.options
+        supervisor = Supervisor(
+            SupervisorConfig(
+                num_workers=o.num_workers,
+                min_workers=o.min_workers,
+                max_worker_relaunches=o.max_worker_relaunches,
+                num_ps=o.num_ps,
+                max_ps_relaunches=o.max_ps_relaunches,
+                checkpointed=bool(o.checkpoint_steps),
+                chaos=parse_chaos(o.chaos),
+                worker_bound=self._bound.as_max(),
+            ),
+            manager,
+            tasks,
+            self.events,
+            JobPlugin(),  # until the PS are up: the training plug-in needs their client
+            scale_inbox=self.scale_inbox,
+        )
+        self.master_addr = master_addr
+        progress = ProgressDisplay(task_manager.records_planned, o.num_epochs)
+        live = views.LiveViews(self.events, progress, work / "tensorboard")
+        error, status, training_s = "", "failed", 0.0
+        ps_client = health = plugin = None
+        try:
+            with stop_on_signals(supervisor):
+                supervisor.start()
+                from elasticdl.runtime.ps.client import PSClient
+
+                self.ps_addrs = supervisor.ps_addrs
+                ps_client = PSClient(supervisor.ps_addrs, credentials=credentials)
+                health = PSHealthMonitor(supervisor.ps_addrs, credentials=credentials)
+                health.start()
+                plugin = supervisor.plugin = TrainingPlugin(
+                    self.events,
+                    Evaluations(
+                        self._eval_shards,
+                        self._eval_metrics,
+                        o.evaluation_steps,
+                        self._first_eval_version,
+                        self.events,
+                    ),
+                    live,
+                    self._checkpoint_dir,
+                    ps_client,
+                    health,
+                    o.num_ps,
+                    self._journal,
+                )
+                supervisor.watch()
+            tasks.release_workers()
+            self.scale_inbox.close("training is over: the job is finishing")
+            training_s = time.monotonic() - supervisor.t0
+            supervisor.stop_workers(WORKERS_LEAVE_S)
+            pulled = _final_parameters(ps_client)
+            staged = staging_dir()
+            evaluated = views.evaluation_section(self.events)
+            trained = export_model(
+                config,
+                pulled.values,
+                sample,
+                staged,
+                o.training_data,
+                pulled.version,
+                metrics=evaluated[-1]["metrics"] if evaluated else {},
+            )
+            # Stopped before the report, so that the checkpoints it lists are all written.
+            manager.shutdown()
+            plugin.journal_progress(tasks)
+            tasks.drain_events(self.events)
+            live.update(tasks.snapshot(), 0, force=True)
+            report = self._report(tasks, "succeeded", "", training_s, supervisor, pulled.version)
+            views.write(report, staged, work)
+            shutil.copytree(work / "tensorboard", staged / "tensorboard")
+            write_trained_model(trained, staged)
+            publish(staged, o.output)
+            status = "succeeded"
+        except JobFailed as err:
+            error = str(err)
+        except StopRequested as stop:
+            kept = "; checkpoints are kept" if self._checkpoint_dir else ""
+            status, error = "stopped", f"stopped by {stop}{kept}"
+            self.events.add(JobStopped(time.monotonic(), str(stop)))
+            log.warning("job %s: %s: workers finish their minibatch", self.job_name, stop)
+            self.scale_inbox.close(f"job {self.job_name} is stopping")
+            supervisor.drain_workers(STOP_DRAIN_S)
+        finally:
+            if plugin is not None and status != "succeeded":
+                plugin.journal_progress(tasks)
+            if health is not None:
+                health.stop()
+            self.scale_inbox.close(f"job {self.job_name} has ended")
+            manager.shutdown()
+            server.stop(grace=1.0)
+            if ps_client is not None:
+                ps_client.close()
+            live.close()
+        if status != "succeeded":
+            tasks.drain_events(self.events)
+            seconds = training_s or time.monotonic() - supervisor.t0
+            report = self._report(tasks, status, error, seconds, supervisor)
+            views.write(report, work)
+            log.error("job %s %s: %s (report and logs in %s)", self.job_name, status, error, work)
+        log.info("%s", summary_line(report))
+        return JobResult(status, o.output, report, error)
+
+    def _report(
+        self,
+        tasks: TaskState,
+        status: str,
+        error: str,
+        seconds: float,
+        supervisor: Supervisor,
+        final_version: int = 0,
+    ) -> dict[str, Any]:
+        self._find_checkpoints()
+        counts = tasks.counts()
+        o = self.options
+        shared = views.shared_sections(
+            self.events,
+            supervisor.t0,
+            counts,
+            (o.num_workers, o.min_workers, supervisor.target),
+            counts["records"]["trained"],
+            seconds,
+        )
+        shared["throughput"]["training_seconds"] = shared["throughput"]["seconds"]
+        evaluated = views.evaluation_section(self.events)
+        return {
+            "job_name": self.job_name,
+            "kind": "train",
+            "status": status,
+            "error": error,
+            "model_def": o.model_def,
+            "output": o.output,
+            "records": counts["records"],
+            "epochs": counts["epochs"],
+            **shared,
+            "parameter_servers": views.parameter_servers_section(self.events, o.num_ps),
+            "checkpoints": views.checkpoints_section(self.events),
+            "resumed_from": self._resumed_from,
+            "model_version": max(counts["model_version"], final_version),
+            "metrics": dict(evaluated[-1]["metrics"]) if evaluated else {},
+            "evaluation": evaluated,
+            "final_loss": views.final_loss(counts["last_loss"]),
+        }
+
+    def _find_checkpoints(self) -> None:
+        """Log the valid checkpoints under the job's checkpoint directory, oldest first."""
+        from elasticdl.runtime.ps import checkpoint
+
+        directory = self._checkpoint_dir
+        if not directory or self.events.of(CheckpointFound):
+            return
+        try:
+            versions = checkpoint.valid_versions(directory)
+        except Exception as err:  # noqa: BLE001 - the report is informative, not vital
+            log.warning("could not list checkpoints in %s: %s", directory, err)
+            return
+        root, now = directory.rstrip("/"), time.monotonic()
+        for v in versions:
+            path = f"{root}/{checkpoint.version_dirname(v)}"
+            self.events.add(CheckpointFound(now, v, path))
+
+
+def job_config(
+    o: TrainOptions, job_name: str, zoo: Any, checkpoint_dir: str, init_dir: str
+) -> JobConfig:
+    """The config every PS and worker of the job reads (job.json)."""
+    return JobConfig.from_options(
+        o,
+        job_name=job_name,
+        model_zoo_root=str(zoo.root),
+        model_zoo=zoo.url,
+        model_zoo_commit=zoo.commit,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_dir_for_init=init_dir,
+    )
+
+
+def _final_parameters(ps_client: Any) -> Any:
+    """The trained parameters; a PS that cannot give them fails the job in one line."""
+    from elasticdl.runtime.ps.client import PSError
+
+    try:
+        pulled = ps_client.pull_all()
+    except PSError as err:
+        raise JobFailed(f"could not pull the trained parameters: {err}") from None
+    if not pulled.initialized:
+        raise JobFailed("the parameter servers hold no model: no worker pushed one")
+    return pulled
+
+
+def _local_absolute(url: str) -> str:
+    """`url` as an absolute path when it is a local path (processes run in the log dir)."""
+    if not url or "://" in url:
+        return url
+    return os.path.abspath(os.path.expanduser(url))

@@ -1,0 +1,151 @@
+"""What a training job plugs into the supervisor: PS progress and recovery, evaluation, views.
+
+* a lost worker's true progress is what its gradients did to the PS (`applied_progress`);
+* every PS is probed for liveness (ps_health.py): one that answers no probe is reported to
+  the supervisor, which kills and relaunches it; a relaunched PS restores the newest valid
+  checkpoint, and its downtime lasts until it answers a probe again;
+* the data plan's progress is journaled beside the checkpoints each pass
+  (progress_journal.py), so a resumed job trains only what its checkpoint lacks;
+* evaluation rounds start every --evaluation_steps model versions and once at the end; the
+  job is done when every training task and the final evaluation are;
+* each pass moves task events and loss reports into the log and refreshes the progress
+  display and TensorBoard (report.LiveViews).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from elasticdl.runtime.master.events import EvaluationDone, EvaluationStarted, EventLog
+from elasticdl.runtime.master.exits import Role
+from elasticdl.runtime.master.progress_journal import ProgressJournal
+from elasticdl.runtime.master.ps_health import PSHealthMonitor
+from elasticdl.runtime.master.report import LiveViews
+from elasticdl.runtime.master.supervisor import JobPlugin
+from elasticdl.runtime.master.task_state import TaskState
+
+if TYPE_CHECKING:
+    from elasticdl.runtime.master.supervisor import Supervisor
+
+log = logging.getLogger("elasticdl.master")
+
+
+class Evaluations:
+    """Starts evaluation rounds (every `steps` versions, and once at the end) and turns the
+    completed ones into `EvaluationDone` events."""
+
+    def __init__(
+        self, shards: list[Any], metrics: Any, steps: int, first_version: int, events: EventLog
+    ) -> None:
+        self._shards = shards
+        self._metrics = metrics
+        self._steps = steps
+        self._next = first_version
+        self._final_started = False
+        self._events = events
+
+    def on_pass(self, tasks: TaskState) -> None:
+        from elasticdl.runtime.metrics import compute
+
+        if not self._shards:
+            return
+        version = tasks.model_version()
+        if self._steps and not self._final_started and version >= self._next:
+            self._start(tasks, version)
+            self._next = (version // self._steps + 1) * self._steps
+        for round_, state in tasks.completed_evaluations():
+            metrics = compute(self._metrics, state)
+            now = time.monotonic()
+            self._events.add(EvaluationDone(now, round_.version, metrics, now - round_.started_at))
+            log.info("evaluation at model version %d: %s", round_.version, metrics)
+
+    def done(self, tasks: TaskState) -> bool:
+        """Training is over and so is the final evaluation (started here, once)."""
+        if not tasks.finished():
+            return False
+        if self._shards and not self._final_started:
+            self._final_started = True
+            self._start(tasks, tasks.model_version())
+            return False
+        return tasks.evaluations_pending() == 0
+
+    def _start(self, tasks: TaskState, version: int) -> None:
+        now = time.monotonic()
+        count = tasks.start_evaluation(self._shards, version, now)
+        self._events.add(EvaluationStarted(now, version, count))
+
+
+class TrainingPlugin(JobPlugin):
+    def __init__(
+        self,
+        events: EventLog,
+        evaluations: Evaluations,
+        views: LiveViews,
+        checkpoint_dir: str,
+        ps_client: Any,
+        health: PSHealthMonitor,
+        num_ps: int,
+        journal: ProgressJournal | None,
+    ) -> None:
+        self._events = events
+        self._evaluations = evaluations
+        self._views = views
+        self._checkpoint_dir = checkpoint_dir
+        self._ps_client = ps_client
+        self._health = health
+        self._journal = journal
+        self._cursor = 0
+        self._num_ps = num_ps
+        self._serving: set[int] = set()
+        """PS that answered a probe since their (re)start."""
+
+    def journal_progress(self, tasks: TaskState) -> None:
+        """Append the progress since the last call to the journal beside the checkpoints."""
+        if self._journal is None:
+            return
+        delta = tasks.progress_since(self._cursor)
+        self._journal.append(delta)
+        self._cursor = delta.cursor
+
+    def applied_progress(self, task_ids: Sequence[int]) -> dict[int, int]:
+        return dict(self._ps_client.applied_progress(list(task_ids)))
+
+    def done(self, tasks: TaskState) -> bool:
+        return self._evaluations.done(tasks)
+
+    def on_pass(self, supervisor: Supervisor) -> None:
+        tasks = supervisor.tasks
+        self._evaluations.on_pass(tasks)
+        self.journal_progress(tasks)
+        tasks.drain_events(self._events)
+        self._views.update(tasks.snapshot(), len(supervisor.manager.alive(Role.WORKER)))
+
+    def latest_checkpoint(self) -> int | None:
+        from elasticdl.runtime.ps import checkpoint
+
+        directory = self._checkpoint_dir
+        try:
+            return checkpoint.latest_valid_version(directory) if directory else None
+        except Exception as err:  # noqa: BLE001 - the report is informative, not vital
+            log.warning("could not list checkpoints in %s: %s", directory, err)
+            return None
+
+    def ps_started(self, ps_id: int, address: str) -> None:
+        self._serving.discard(ps_id)
+        self._health.set_address(ps_id, address)
+
+    def unresponsive_ps(self, now: float) -> list[tuple[int, float]]:
+        """PS that answered probes since their start and then stopped answering. One that never
+        answered is left alone: it may still be starting (a pod waiting for a node or an
+        image); if it dies, its exit is handled like any other."""
+        for ps_id in range(self._num_ps):
+            if self._health.status(ps_id, now) == "alive":
+                self._serving.add(ps_id)
+        hung = [i for i in self._health.unresponsive(now) if i in self._serving]
+        return [(i, self._health.down_since(i) or now) for i in hung]
+
+    def wait_serving(self, ps_id: int, address: str, timeout: float) -> float:
+        return self._health.wait_serving(address, timeout)

@@ -1,0 +1,285 @@
+"""PS liveness: the pure core as tables, then a real PS process that is stopped and continued."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from elasticdl.runtime.job_config import JobConfig
+from elasticdl.runtime.master.ps_health import PSHealthMonitor, PSLiveness
+from elasticdl.runtime.zoo_source import builtin_zoo_root
+
+HOST = "127.0.0.1"
+
+# Each script: (time, event) with events "send" (a probe to PS 0; probes are numbered in send
+# order), "ok N" / "fail N" (probe N's outcome), "restart"; then the status expected at the
+# given time. timeout 5 s, start timeout 30 s, two failures needed.
+SCRIPTS = [
+    ("never answered, early", [], 10.0, "starting"),
+    ("never answered, past the start timeout", [], 30.0, "unresponsive"),
+    ("answered once", [(0, "send"), (0.1, "ok 0")], 100.0, "alive"),
+    (
+        "two failures, the first sent 5 s ago",
+        [(0, "send"), (0, "ok 0"), (1, "send"), (2, "send"), (6, "fail 1"), (7, "fail 2")],
+        7.0,
+        "unresponsive",
+    ),
+    (
+        "one failure is not enough",
+        [(0, "send"), (0, "ok 0"), (1, "send"), (6, "fail 1")],
+        60.0,
+        "alive",
+    ),
+    (
+        "failures, then a later probe answered (a pause shorter than the timeout)",
+        [
+            (0, "send"),
+            (0, "ok 0"),
+            (1, "send"),
+            (2, "send"),
+            (3, "send"),
+            (6, "fail 1"),
+            (7, "fail 2"),
+            (7.5, "ok 3"),
+        ],  # fmt: skip
+        7.5,
+        "alive",
+    ),
+    (
+        "a late answer to an old probe does not clear newer failures",
+        [
+            (0, "send"),
+            (0, "ok 0"),
+            (1, "send"),
+            (2, "send"),
+            (3, "send"),
+            (7, "fail 2"),
+            (8, "fail 3"),
+            (8.5, "ok 1"),
+        ],  # fmt: skip
+        8.5,
+        "unresponsive",
+    ),
+    (
+        "two quick failures (connection refused) wait for the timeout",
+        [(0, "send"), (0, "ok 0"), (1, "send"), (1, "fail 1"), (2, "send"), (2, "fail 2")],
+        5.9,
+        "alive",
+    ),
+    (
+        "answers to the previous incarnation are ignored after a restart",
+        [(0, "send"), (1, "restart"), (1.5, "ok 0")],
+        20.0,
+        "starting",
+    ),
+    (
+        "failures of the previous incarnation are ignored after a restart",
+        [
+            (0, "send"),
+            (0, "ok 0"),
+            (1, "send"),
+            (2, "send"),
+            (6, "fail 1"),
+            (6.5, "restart"),
+            (7, "fail 2"),
+            (8, "send"),
+            (8.2, "ok 3"),
+        ],  # fmt: skip
+        20.0,
+        "alive",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "events", "at", "expected"), SCRIPTS, ids=[s[0] for s in SCRIPTS])
+def test_liveness_core(name, events, at, expected):
+    core = PSLiveness(2, now=0.0, timeout_s=5.0, start_timeout_s=30.0, min_failures=2)
+    probes = []
+    for t, event in events:
+        if event == "send":
+            probes.append(core.sent(0, t))
+        elif event == "restart":
+            core.restart(0, t)
+        else:
+            outcome, index = event.split()
+            if outcome == "ok":
+                core.answered(probes[int(index)])
+            else:
+                core.failed(probes[int(index)], "DEADLINE_EXCEEDED")
+    assert core.status(0, at) == expected
+    assert core.unresponsive(at) == ([0] if expected == "unresponsive" else []) + (
+        [1] if at >= 30.0 else []
+    )
+
+
+def test_down_since_is_the_first_failed_probe_after_the_last_answer():
+    core = PSLiveness(1, now=0.0, timeout_s=5.0)
+    first = core.sent(0, 1.0)
+    core.answered(first)
+    assert core.down_since(0) is None
+    late = [core.sent(0, t) for t in (2.0, 3.0)]
+    core.failed(late[1])
+    core.failed(late[0])
+    assert core.down_since(0) == 2.0
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ValueError, match="timeout_s > 0"):
+        PSLiveness(1, now=0.0, timeout_s=0.0)
+
+
+# -- a real parameter server process -----------------------------------------------------------
+
+
+def _stderr_lines(process: subprocess.Popen) -> queue.Queue:
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        for line in process.stderr:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+@pytest.fixture(scope="module")
+def ps_process(tmp_path_factory):
+    """One real PS process (port 0: it logs the port it bound) and its address."""
+    work = tmp_path_factory.mktemp("ps")
+    config = JobConfig(
+        job_name="ps-health-test",
+        model_def="regressor.DNN",
+        model_zoo_root=str(builtin_zoo_root()),
+        params="hidden_units=[8, 4], learning_rate=0.05",
+        num_ps=1,
+    ).write(Path(work) / "job.json")
+    command = [sys.executable, "-P", "-m", "elasticdl.runtime.ps.main", "--config", str(config),
+               "--ps_id", "0", "--port", "0"]  # fmt: skip
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        lines = _stderr_lines(process)
+        deadline = time.monotonic() + 90
+        address = ""
+        while not address and time.monotonic() < deadline:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            assert line is not None, "the PS exited during start-up"
+            if "listening on" in line:
+                address = line.rsplit("listening on", 1)[1].strip()
+        assert address, "the PS did not start within 90 s"
+        yield process, address
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGCONT)
+            process.kill()
+            process.wait()
+
+
+def _wait_status(monitor: PSHealthMonitor, wanted: str, limit_s: float) -> float:
+    start = time.monotonic()
+    while time.monotonic() - start < limit_s:
+        if monitor.status(0) == wanted:
+            return time.monotonic() - start
+        time.sleep(0.05)
+    raise AssertionError(f"PS not {wanted!r} within {limit_s} s (it is {monitor.status(0)!r})")
+
+
+TIMEOUT_S, INTERVAL_S = 2.0, 0.25
+
+
+def test_a_stopped_ps_is_found_and_a_continued_one_is_not(ps_process):
+    process, address = ps_process
+    monitor = PSHealthMonitor([address], timeout_s=TIMEOUT_S, interval_s=INTERVAL_S)
+    monitor.start()
+    try:
+        assert monitor.wait_serving(address, 10.0) < 10.0
+        _wait_status(monitor, "alive", 5.0)
+        # Stopped for less than the timeout, then continued: never flagged.
+        os.kill(process.pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        flagged = []
+        while time.monotonic() - stopped < TIMEOUT_S * 0.6:
+            flagged += monitor.unresponsive()
+            time.sleep(0.05)
+        os.kill(process.pid, signal.SIGCONT)
+        end = time.monotonic() + TIMEOUT_S * 2
+        while time.monotonic() < end:
+            flagged += monitor.unresponsive()
+            time.sleep(0.05)
+        assert flagged == []
+        assert monitor.status(0) == "alive"
+        # Stopped for good: flagged within the timeout plus two probe intervals (and slack
+        # for a loaded machine), and its outage dates from about the stop.
+        os.kill(process.pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        seconds = _wait_status(monitor, "unresponsive", TIMEOUT_S + 2 * INTERVAL_S + 2.0)
+        assert seconds >= TIMEOUT_S
+        assert monitor.unresponsive() == [0]
+        assert monitor.down_since(0) == pytest.approx(stopped, abs=INTERVAL_S + 0.5)
+        # Continued: answers again; after a restart (as after a relaunch) it is alive again.
+        os.kill(process.pid, signal.SIGCONT)
+        assert monitor.wait_serving(address, 10.0) < 10.0
+        monitor.set_address(0, address)
+        assert monitor.status(0) == "starting"
+        _wait_status(monitor, "alive", 5.0)
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+        monitor.stop()
+
+
+def test_a_busy_ps_is_not_flagged(ps_process):
+    """Pushes from four threads keep the PS (and this 2-core machine) busy while it is probed."""
+    import numpy as np
+
+    from elasticdl.runtime.ps.client import PSClient
+
+    _, address = ps_process
+    values = {"w": np.zeros((256, 256), np.float32)}
+    grads = {"w": np.ones((256, 256), np.float32)}
+    stop = threading.Event()
+    pushes = []
+
+    def push() -> None:
+        with PSClient([address], timeout_s=30) as client:
+            client.push_model(values)
+            while not stop.is_set():
+                client.push_gradients(grads, -1)
+                pushes.append(1)
+
+    monitor = PSHealthMonitor([address], timeout_s=TIMEOUT_S, interval_s=INTERVAL_S)
+    monitor.start()
+    threads = [threading.Thread(target=push, daemon=True) for _ in range(4)]
+    try:
+        _wait_status(monitor, "alive", 10.0)
+        for thread in threads:
+            thread.start()
+        flagged = []
+        end = time.monotonic() + TIMEOUT_S * 3
+        while time.monotonic() < end:
+            flagged += monitor.unresponsive()
+            time.sleep(0.05)
+        assert flagged == []
+        assert len(pushes) > 10
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        monitor.stop()
+
+
+def test_wait_serving_times_out_with_one_line():
+    monitor = PSHealthMonitor([f"{HOST}:1"], timeout_s=0.5)
+    try:
+        with pytest.raises(TimeoutError, match=r"did not answer within 0.3 s"):
+            monitor.wait_serving(f"{HOST}:1", 0.3)
+    finally:
+        monitor.stop()

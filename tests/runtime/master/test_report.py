@@ -1,0 +1,117 @@
+"""The report as a view of the event log: one loss is one event, every section derives from it."""
+
+from __future__ import annotations
+
+import jsonschema
+
+from elasticdl.runtime.master import report as views
+from elasticdl.runtime.master.events import (
+    ChaosFired,
+    EventLog,
+    InstanceLost,
+    LossReported,
+    PSRecovered,
+    TaskEvent,
+    WorkerLaunched,
+    WorkerRelaunched,
+)
+
+T0 = 100.0
+
+
+def _log() -> EventLog:
+    log = EventLog()
+    log.add(WorkerLaunched(T0, worker_id=0))
+    log.add(WorkerLaunched(T0, worker_id=1))
+    log.add(ChaosFired(T0 + 4.0, "worker1:kill@tasks=2", to=("worker1",)))
+    log.add(TaskEvent(T0 + 4.1, "task_requeued", 0.002, 1, 7, "worker 1 killed"))
+    log.add(WorkerRelaunched(T0 + 4.2, worker_id=2, replaces=1, seconds=0.2))
+    log.add(
+        InstanceLost(
+            T0 + 4.0,
+            role="worker",
+            id=1,
+            exit_kind="killed",
+            signal=9,
+            cause="killed by SIGKILL (chaos worker1:kill@tasks=2)",
+            detail="worker1 killed by SIGKILL",
+            action="relaunch_budget",
+            detected_at=T0 + 4.0,
+            requeue_s=0.1,
+            tasks_requeued=1,
+            records_requeued=64,
+            relaunched_as=2,
+            failure=True,
+        )
+    )
+    log.add(
+        InstanceLost(
+            T0 + 6.0,
+            role="ps",
+            id=0,
+            exit_kind="hung",
+            signal=9,
+            cause="hung",
+            action="relaunch_budget",
+            detected_at=T0 + 5.0,
+            failure=True,
+        )
+    )
+    log.add(PSRecovered(T0 + 9.0, 0, 4.0, 0.01, restored_version=10, model_version_before=13))
+    log.add(LossReported(0.0, 3, 0.5))
+    return log
+
+
+def test_one_worker_death_feeds_every_section() -> None:
+    log = _log()
+    workers = views.workers_section(log, T0, 2, 1, 2)
+    assert (workers["launched"], workers["failed"], workers["relaunched"]) == (3, 1, 1)
+    assert workers["preempted"] == 0
+    (one,) = [w for w in workers["instances"] if w["worker_id"] == 1]
+    assert one["exit"]["reason"] == "killed" and one["exit"]["at_s"] == 4.0
+    (two,) = [w for w in workers["instances"] if w["worker_id"] == 2]
+    assert two["replaces"] == 1 and two["exit"] is None
+    worker, ps = views.failures_section(log, T0)
+    assert (worker["id"], worker["relaunched_as"], worker["requeue_s"]) == (1, 2, 0.1)
+    assert (ps["kind"], ps["at_s"], ps["requeue_s"], ps["relaunch_s"]) == ("hung", 5.0, None, 4.0)
+    assert (ps["restored_version"], ps["rolled_back_versions"]) == (10, 3)
+    assert views.recoveries_section(log) == [
+        {"cause": "worker 1 killed", "seconds": 0.1, "tasks_requeued": 1},
+        {"cause": "ps0 hung", "seconds": 4.0, "tasks_requeued": 0},
+    ]
+    kinds = [e["kind"] for e in views.events_section(log, T0)]
+    assert kinds == ["chaos", "worker_exit", "worker_relaunched", "ps_exit", "ps_relaunched"]
+    assert views.chaos_section(log, T0) == ["worker1:kill@tasks=2 at 4.0s"]
+
+
+def test_a_report_built_from_the_log_follows_the_schema() -> None:
+    log = _log()
+    counts = {
+        "tasks_finished": 8,
+        "by_worker": {"0": 5, "2": 3},
+        "records": {"planned": 1024, "trained": 1088, "redone": 64},
+    }
+    report = {
+        "job_name": "j",
+        "kind": "evaluate",
+        "status": "succeeded",
+        "error": "",
+        "trained_model": "m",
+        "data": "d",
+        "seconds": 2.0,
+        "model_version": 3,
+        "metrics": {"mse": 0.5},
+        "records": {"input": 1024},
+        **views.shared_sections(log, T0, counts, (2, 1, 2), 1024, 2.0),
+    }
+    jsonschema.validate(report, views.schema(), cls=jsonschema.Draft202012Validator)
+    assert report["tasks"]["requeued"] == 1
+    assert report["throughput"] == {"records_per_second": 512.0, "seconds": 2.0}
+    assert "1 failed" in views.summary_line(report)
+
+
+def test_since_hands_out_each_event_once() -> None:
+    log = _log()
+    new, end = log.since(0, LossReported)
+    assert [e.loss for e in new] == [0.5]
+    assert log.since(end, LossReported) == ([], end)

@@ -256,6 +256,9 @@ def _text(value: Any) -> str:
 # -- the tables ---------------------------------------------------------------------------------
 
 _JOB_CONFIG = JOB | {CONFIG}
+TASK_TIMEOUT_FLOOR_S = 15.0
+"""The least no-progress time before a worker is taken for hung; above it the limit is derived
+from the minibatch times the job has seen (runtime/master/task_timeout.py)."""
 _SQL_GROUP = "SQL input (instead of --data)"
 
 
@@ -304,7 +307,14 @@ def _shared(minibatch_size: int, timeout_help: str, chaos_example: str) -> tuple
         Option(
             "max_task_retries", "Times a task is retried before the job fails", int, 3, minimum=0
         ),
-        Option("task_timeout_floor", timeout_help, float, 300.0, field="task_timeout_floor_s"),
+        Option(
+            "task_timeout_floor",
+            timeout_help,
+            float,
+            TASK_TIMEOUT_FLOOR_S,
+            minimum=0.0,
+            field="task_timeout_floor_s",
+        ),
         Option("master_port", "0: any free port", int, 0, minimum=0, maximum=65535),
         Option("chaos", f"scripted failures, e.g. {chaos_example}"),
         Option(
@@ -577,7 +587,12 @@ TRAIN: tuple[Option, ...] = (
         "(local engine; default: no TLS, the job's secret only)",
         takes=_JOB_CONFIG,
     ),
-    *_shared(64, "seconds without progress before a task times out", "worker1:kill@tasks=3"),
+    *_shared(
+        64,
+        "the least seconds without progress before a worker is taken for hung (the limit is "
+        "derived from observed minibatch times above it; a worker's first task gets longer)",
+        "worker1:kill@tasks=3",
+    ),
     _ENGINE,
     INSTANCE_MANAGER,
     Option(
@@ -650,7 +665,10 @@ PREDICT: tuple[Option, ...] = (
     ),
     *_workers(2),
     *_shared(
-        256, "seconds a task may take before its worker counts as hung", "worker1:kill@tasks=2"
+        256,
+        "the least seconds a task may take before its worker counts as hung (the limit is "
+        "derived from the slowest finished task above it)",
+        "worker1:kill@tasks=2",
     ),
     _ENGINE,
     INSTANCE_MANAGER,

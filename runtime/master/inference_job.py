@@ -62,7 +62,7 @@ from elasticdl.runtime.master.task_manager import (
     TaskManagerConfig,
     TaskType,
 )
-from elasticdl.runtime.master.task_state import TaskState, timeout_floor
+from elasticdl.runtime.master.task_state import TaskState
 from elasticdl.runtime.model_spec import load_model_spec
 from elasticdl.runtime.outputs import check_output
 from elasticdl.runtime.trained_model import TrainedModelError, read_trained_model
@@ -217,7 +217,7 @@ class InferenceJob:
                 records_per_task=o.records_per_task,
                 shuffle=False,
                 max_task_retries=o.max_task_retries,
-                timeout_floor_s=timeout_floor(o.task_timeout_floor_s),
+                timeout_floor_s=o.task_timeout_floor_s,
             ),
             task_type=task_type,
             now=time.monotonic(),

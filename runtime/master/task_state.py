@@ -20,22 +20,8 @@ from elasticdl.runtime.master.servicer import MasterServicer
 from elasticdl.runtime.master.task_manager import (
     ProgressDelta,
     Task,
-    TaskManagerConfig,
     TaskType,
 )
-
-LEGACY_FLOOR_S = 300.0
-"""The --task_timeout_floor default of the option declarations (a fixed 300 s floor, from
-before the no-progress limit was derived from the minibatch times)."""
-
-
-def timeout_floor(option_s: float) -> float:
-    """The task timeout floor for a --task_timeout_floor value: the flag's default means
-    "derive it" (`TaskManagerConfig`'s floor, so a hang is caught in seconds); any other value
-    is the user's floor."""
-    if option_s == LEGACY_FLOOR_S:
-        return TaskManagerConfig.timeout_floor_s
-    return option_s
 
 
 @dataclass(frozen=True)

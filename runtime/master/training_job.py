@@ -62,10 +62,10 @@ from elasticdl.runtime.master.task_manager import (
     TaskManager,
     TaskManagerConfig,
 )
-from elasticdl.runtime.master.task_state import TaskState, timeout_floor
+from elasticdl.runtime.master.task_state import TaskState
 from elasticdl.runtime.master.training_plugin import Evaluations, TrainingPlugin
 from elasticdl.runtime.model_spec import load_model_spec
-from elasticdl.runtime.outputs import check_output, publish, staging_dir
+from elasticdl.runtime.outputs import PublishError, check_output, publish, staging_dir
 from elasticdl.runtime.zoo_source import resolve_zoo
 
 log = logging.getLogger("elasticdl.master")
@@ -180,7 +180,7 @@ class TrainingJob:
                 shuffle=o.shuffle,
                 seed=o.seed,
                 max_task_retries=o.max_task_retries,
-                timeout_floor_s=timeout_floor(o.task_timeout_floor_s),
+                timeout_floor_s=o.task_timeout_floor_s,
             ),
             now=time.monotonic(),
             resumed=self._open_journal(shards, checkpoint_dir, init_dir),
@@ -310,26 +310,36 @@ class TrainingJob:
             supervisor.stop_workers(WORKERS_LEAVE_S)
             pulled = _final_parameters(ps_client)
             staged = staging_dir()
-            evaluated = views.evaluation_section(self.events)
-            trained = export_model(
-                config,
-                pulled.values,
-                sample,
-                staged,
-                o.training_data,
-                pulled.version,
-                metrics=evaluated[-1]["metrics"] if evaluated else {},
-            )
-            # Stopped before the report, so that the checkpoints it lists are all written.
-            manager.shutdown()
-            plugin.journal_progress(tasks)
-            tasks.drain_events(self.events)
-            live.update(tasks.snapshot(), 0, force=True)
-            report = self._report(tasks, "succeeded", "", training_s, supervisor, pulled.version)
-            views.write(report, staged, work)
-            shutil.copytree(work / "tensorboard", staged / "tensorboard")
-            write_trained_model(trained, staged)
-            publish(staged, o.output)
+            try:
+                evaluated = views.evaluation_section(self.events)
+                trained = export_model(
+                    config,
+                    pulled.values,
+                    sample,
+                    staged,
+                    o.training_data,
+                    pulled.version,
+                    metrics=evaluated[-1]["metrics"] if evaluated else {},
+                )
+                # Stopped before the report, so that the checkpoints it lists are all written.
+                manager.shutdown()
+                plugin.journal_progress(tasks)
+                tasks.drain_events(self.events)
+                live.update(tasks.snapshot(), 0, force=True)
+                report = self._report(
+                    tasks, "succeeded", "", training_s, supervisor, pulled.version
+                )
+                views.write(report, staged, work)
+                shutil.copytree(work / "tensorboard", staged / "tensorboard")
+                write_trained_model(trained, staged)
+                publish(staged, o.output)
+            except PublishError as err:
+                raise JobFailed(str(err)) from None
+            except OSError as err:  # staging the model: TMPDIR full, say
+                cause = err.strerror or str(err)
+                raise JobFailed(f"could not stage the model in {staged}: {cause}") from None
+            finally:
+                shutil.rmtree(staged, ignore_errors=True)
             status = "succeeded"
         except JobFailed as err:
             error = str(err)

@@ -100,7 +100,9 @@ class TrainingPlugin(JobPlugin):
         self._cursor = 0
         self._num_ps = num_ps
         self._serving: set[int] = set()
-        """PS that answered a probe since their (re)start."""
+        """PS known to have served since their (re)start: a probe answered, a relaunch seen
+        serving, or (first starts) the model version advanced, which takes every PS's push."""
+        self._first_start = set(range(num_ps))
 
     def journal_progress(self, tasks: TaskState) -> None:
         """Append the progress since the last call to the journal beside the checkpoints."""
@@ -118,6 +120,9 @@ class TrainingPlugin(JobPlugin):
 
     def on_pass(self, supervisor: Supervisor) -> None:
         tasks = supervisor.tasks
+        if self._first_start and tasks.model_version() > 0:
+            self._serving |= self._first_start
+            self._first_start.clear()
         self._evaluations.on_pass(tasks)
         self.journal_progress(tasks)
         tasks.drain_events(self._events)
@@ -135,12 +140,13 @@ class TrainingPlugin(JobPlugin):
 
     def ps_started(self, ps_id: int, address: str) -> None:
         self._serving.discard(ps_id)
+        self._first_start.discard(ps_id)
         self._health.set_address(ps_id, address)
 
     def unresponsive_ps(self, now: float) -> list[tuple[int, float]]:
-        """PS that answered probes since their start and then stopped answering. One that never
-        answered is left alone: it may still be starting (a pod waiting for a node or an
-        image); if it dies, its exit is handled like any other."""
+        """PS that served since their start (see `_serving`) and then stopped answering probes.
+        One that never served is left alone: it may still be starting (a pod waiting for a node
+        or an image); if it dies, its exit is handled like any other."""
         for ps_id in range(self._num_ps):
             if self._health.status(ps_id, now) == "alive":
                 self._serving.add(ps_id)
@@ -148,4 +154,6 @@ class TrainingPlugin(JobPlugin):
         return [(i, self._health.down_since(i) or now) for i in hung]
 
     def wait_serving(self, ps_id: int, address: str, timeout: float) -> float:
-        return self._health.wait_serving(address, timeout)
+        seconds = self._health.wait_serving(address, timeout)
+        self._serving.add(ps_id)
+        return seconds

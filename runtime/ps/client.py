@@ -129,10 +129,6 @@ class PSClient:
     def num_ps(self) -> int:
         return len(self.addresses)
 
-    def shard_of(self, name: str) -> int:
-        """Index of the shard holding variable `name`."""
-        return ps_of(name, self.num_ps)
-
     def split(self, values: Mapping[str, Any]) -> list[dict[str, Any]]:
         """`values` divided by shard (a list of num_ps dicts, possibly empty)."""
         parts: list[dict[str, Any]] = [{} for _ in self.addresses]

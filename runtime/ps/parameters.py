@@ -264,10 +264,6 @@ class Parameters:
         return self._optimizer
 
     @property
-    def trainable_names(self) -> tuple[str, ...]:
-        return tuple(self._variables)
-
-    @property
     def non_trainable_names(self) -> tuple[str, ...]:
         return tuple(self._non_trainable)
 
@@ -277,11 +273,6 @@ class Parameters:
         return dict(self._variables)
 
     # -- checkpoints ----------------------------------------------------------------------
-    @property
-    def restored_from(self) -> str:
-        """Where `restore` took the state from ('' when initialized by a pushed model)."""
-        return self._restored_from
-
     def set_checkpoint_sink(self, steps: int, sink: Callable[[ShardState], None] | None) -> None:
         """Hand `sink` a `state()` when the model is pushed (not restored) and whenever an
         application makes the version a multiple of `steps` (0: only on push). `sink` runs under

@@ -196,7 +196,7 @@ def test_the_step_parser_reads_what_the_local_engine_passes(tmp_path):
     assert run.status == "failed" and "must be MODULE.SYMBOL" in run.error
     argv = run.step("train").argv
     args = step_parser(pipeline.step("train")).parse_args(argv)
-    assert args.loss is None and args.use_async is None and args.task_timeout_floor_s == 300.0
+    assert args.loss is None and args.use_async is None and args.task_timeout_floor_s == 15.0
 
 
 def test_an_option_for_both_engines_reaches_the_argo_step_too(monkeypatch):

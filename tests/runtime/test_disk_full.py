@@ -1,0 +1,81 @@
+"""A training job whose --output fills up: one line, a "failed" report, nothing left behind.
+
+The output lies on a real 8 KiB tmpfs (two pages) mounted in a private mount namespace
+(`unshare -rm`); the whole job (master, PS and worker processes) runs inside it. The model does
+not fit, so publishing fails with ENOSPC after training succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from elasticdl.runtime.data import generate as gen
+
+FAULT_ZOO = Path(__file__).resolve().parents[1] / "support" / "fault_zoo"
+
+
+def _unshare() -> list[str] | None:
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return None
+    probe = subprocess.run([unshare, "-rm", "true"], capture_output=True)
+    return [unshare, "-rm"] if probe.returncode == 0 else None
+
+
+@pytest.mark.slow
+def test_a_full_output_disk_fails_the_job_in_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    prefix = _unshare()
+    if prefix is None:
+        pytest.skip("needs unshare with mount namespaces to mount a small tmpfs")
+    data, small, logs = tmp_path / "data", tmp_path / "small", tmp_path / "logs"
+    gen.generate("regression", str(data), 256, records_per_file=256)
+    small.mkdir()
+    train = [
+        sys.executable,
+        "-m",
+        "elasticdl.cli",
+        "train",
+        "--model_zoo",
+        str(FAULT_ZOO),
+        "--model_def",
+        "faulty.custom_model",
+        "--data",
+        str(data),
+        "--output",
+        str(small / "model"),
+        "--log_dir",
+        str(logs),
+        "--num_workers",
+        "1",
+        "--records_per_task",
+        "128",
+        "--minibatch_size",
+        "32",
+    ]
+    command = (
+        f"mount -t tmpfs -o size=8k tmpfs {shlex.quote(str(small))} && "
+        f"{shlex.join(train)}; echo EXIT $?; echo LEFT $(ls -A {shlex.quote(str(small))})"
+    )
+    done = subprocess.run(
+        [*prefix, "sh", "-c", command], capture_output=True, text=True, timeout=400
+    )
+    lines = done.stdout.splitlines()
+    assert "EXIT 1" in lines, done.stdout + done.stderr
+    assert "LEFT " in lines or "LEFT" in lines, done.stdout
+    assert "Traceback" not in done.stderr, done.stderr
+    last = [line for line in done.stderr.splitlines() if line.strip()][-1]
+    assert last == (
+        f"elasticdl: training failed: could not publish the outputs to {small / 'model'}: "
+        "No space left on device"
+    ), done.stderr
+    report = json.loads((logs / "job_report.json").read_text())
+    assert report["status"] == "failed"
+    assert "No space left on device" in report["error"]
+    assert report["records"]["trained"] == report["records"]["planned"] == 256

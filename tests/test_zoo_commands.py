@@ -665,7 +665,8 @@ def test_runtime_build_context_builds_the_wheel(tmp_path):
     for required in (
         "elasticdl/cli.py",
         "elasticdl/zoo_commands.py",
-        "elasticdl/runtime/master/job.py",
+        "elasticdl/runtime/master/training_job.py",
+        "elasticdl/runtime/master/job_report.schema.json",
         "elasticdl/steps/__init__.py",
         "elasticdl/workflows/__init__.py",
         "elasticdl/proto/elasticdl_pb2.py",

@@ -135,22 +135,32 @@ def replace_table(
             schema=schema,
         )
         written = 0
-        try:
-            with _transaction(engine) as conn:
-                staging.create(conn)
-                for batch in _batches(rows, names):
-                    conn.execute(staging.insert(), batch)
-                    written += len(batch)
-                if engine.dialect.name not in _MYSQL:
-                    _take_place(conn, engine, table, staging.name, decide)
-            if engine.dialect.name in _MYSQL:
-                with engine.begin() as conn:
-                    _take_place(conn, engine, table, staging.name, decide)
-        except BaseException:
-            with engine.begin() as conn:
-                staging.drop(conn, checkfirst=True)
-            raise
+        with _swapped_in(engine, staging, table, decide) as conn:
+            staging.create(conn)
+            for batch in _batches(rows, names):
+                conn.execute(staging.insert(), batch)
+                written += len(batch)
     return written
+
+
+@contextlib.contextmanager
+def _swapped_in(engine: Any, staging: Any, table: str, decide: Any) -> Iterator[Any]:
+    """A transaction in which the caller creates and fills `staging`; then `staging` takes
+    `table`'s place (`_take_place`): in the same transaction where DDL is transactional, in a
+    transaction of its own on MySQL/MariaDB (their DDL commits). On any failure the staging
+    table is dropped, so a failed write leaves no trace."""
+    try:
+        with _transaction(engine) as conn:
+            yield conn
+            if engine.dialect.name not in _MYSQL:
+                _take_place(conn, engine, table, staging.name, decide)
+        if engine.dialect.name in _MYSQL:
+            with engine.begin() as conn:
+                _take_place(conn, engine, table, staging.name, decide)
+    except BaseException:
+        with engine.begin() as conn:
+            staging.drop(conn, checkfirst=True)
+        raise
 
 
 def _take_place(conn: Any, engine: Any, table: str, staging: str, decide: Any) -> None:
@@ -302,31 +312,19 @@ def rewrite_with_column(
             return column if old is not None and tuple(old) == facts.columns else None
 
         matched = 0
-        try:
-            with _transaction(engine) as conn:
-                if engine.dialect.name == "postgresql":
-                    qualified = _qualified(engine, schema, name)
-                    conn.exec_driver_sql(f"LOCK TABLE {qualified} IN SHARE MODE")
-                staging.create(conn)
-                # pymysql cannot run the inserts while an unbuffered result is open
-                result = conn.execute(
-                    select(*texts, *kept).execution_options(stream_results=not mysql)
-                )
-                for part in iter(lambda: result.fetchmany(_BATCH), []):
-                    rows = []
-                    for row in part:
-                        value = predictions.get(carried_line(row[: len(kept)]))
-                        matched += value is not None
-                        rows.append((*row[len(kept) :], value))
-                    conn.execute(staging.insert(), [dict(zip(names, r, strict=True)) for r in rows])
-                result.close()  # PostgreSQL drops no table an open cursor reads
-                if not mysql:
-                    _take_place(conn, engine, table, staging.name, decide)
-            if mysql:
-                with engine.begin() as conn:
-                    _take_place(conn, engine, table, staging.name, decide)
-        except BaseException:
-            with engine.begin() as conn:
-                staging.drop(conn, checkfirst=True)
-            raise
+        with _swapped_in(engine, staging, table, decide) as conn:
+            if engine.dialect.name == "postgresql":
+                qualified = _qualified(engine, schema, name)
+                conn.exec_driver_sql(f"LOCK TABLE {qualified} IN SHARE MODE")
+            staging.create(conn)
+            # pymysql cannot run the inserts while an unbuffered result is open
+            result = conn.execute(select(*texts, *kept).execution_options(stream_results=not mysql))
+            for part in iter(lambda: result.fetchmany(_BATCH), []):
+                rows = []
+                for row in part:
+                    value = predictions.get(carried_line(row[: len(kept)]))
+                    matched += value is not None
+                    rows.append((*row[len(kept) :], value))
+                conn.execute(staging.insert(), [dict(zip(names, r, strict=True)) for r in rows])
+            result.close()  # PostgreSQL drops no table an open cursor reads
     return matched

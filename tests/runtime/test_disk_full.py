@@ -9,29 +9,21 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from mount_namespace import unshare_prefix
 
 from elasticdl.runtime.data import generate as gen
 
 FAULT_ZOO = Path(__file__).resolve().parents[1] / "support" / "fault_zoo"
 
 
-def _unshare() -> list[str] | None:
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return None
-    probe = subprocess.run([unshare, "-rm", "true"], capture_output=True)
-    return [unshare, "-rm"] if probe.returncode == 0 else None
-
-
 @pytest.mark.slow
 def test_a_full_output_disk_fails_the_job_in_one_line_and_leaves_nothing(tmp_path: Path) -> None:
-    prefix = _unshare()
+    prefix = unshare_prefix()
     if prefix is None:
         pytest.skip("needs unshare with mount namespaces to mount a small tmpfs")
     data, small, logs = tmp_path / "data", tmp_path / "small", tmp_path / "logs"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import stat
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import sys
 import fsspec
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
+from mount_namespace import unshare_prefix
 
 from elasticdl.runtime.outputs import publish, staging_dir
 
@@ -87,18 +87,9 @@ print("STAGED", staged.exists())
 """
 
 
-def _unshare_tmpfs() -> list[str] | None:
-    """A command prefix that runs `sh -c` in a private mount namespace (root or user namespace)."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return None
-    probe = subprocess.run([unshare, "-rm", "true"], capture_output=True)
-    return [unshare, "-rm"] if probe.returncode == 0 else None
-
-
 def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
     """A real full filesystem: a 256 KiB tmpfs in a private mount namespace."""
-    prefix = _unshare_tmpfs()
+    prefix = unshare_prefix()
     if prefix is None:
         pytest.skip("needs unshare with mount namespaces to mount a small tmpfs")
     small = tmp_path / "small"

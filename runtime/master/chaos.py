@@ -4,7 +4,8 @@ SPEC is a comma-separated list of `TARGET:ACTION@TRIGGER=VALUE`:
 
     worker1:kill@tasks=3          SIGKILL worker 1 after it finished 3 tasks
     worker0:term@seconds=5        SIGTERM worker 0 five seconds after the job started
-    worker1:stop@tasks=1          SIGSTOP worker 1 (it hangs: the task timeout must catch it)
+    worker1:stop@tasks=1          SIGSTOP worker 1 while it holds a task (the task timeout must
+                                  catch it)
     ps0:kill@seconds=20           SIGKILL parameter server 0
     ps0:kill@tasks=6              SIGKILL parameter server 0 once the workers finished 6 tasks
     worker0+worker1:kill@tasks=2  SIGKILL workers 0 and 1 together, once each finished 2 tasks
@@ -15,13 +16,15 @@ Each action fires once. `tasks=` counts the tasks the named worker finished (eve
 worker, for a group `worker0+worker1`: the group fires in one pass of the master's loop, when
 the last of them gets there). A parameter server and `worker:add`/`worker:remove` have no tasks
 of their own: for them `tasks=` counts the tasks all workers finished. Task triggers do not
-depend on how fast the machine is.
+depend on how fast the machine is. A worker `stop` also waits until every named worker holds a
+task: a worker stopped between two tasks hangs with nothing to time out, and whether that
+happened would depend on the machine's timing.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 _ITEM = re.compile(
@@ -106,11 +109,15 @@ def parse_chaos(spec: str | None) -> list[ChaosAction]:
 
 
 def due_actions(
-    actions: list[ChaosAction], elapsed_s: float, tasks_done: Mapping[int, int]
+    actions: list[ChaosAction],
+    elapsed_s: float,
+    tasks_done: Mapping[int, int],
+    holding: Collection[int] = (),
 ) -> list[ChaosAction]:
     """Actions whose trigger has come; each is marked fired and returned once.
 
-    `tasks_done` maps worker id -> tasks that worker finished (workers that are gone included).
+    `tasks_done` maps worker id -> tasks that worker finished (workers that are gone included);
+    `holding` the workers that hold a task now (a worker `stop` waits for them).
     """
     ready = []
     all_tasks = sum(tasks_done.values())
@@ -123,6 +130,8 @@ def due_actions(
             hit = all_tasks >= action.value
         else:
             hit = all(tasks_done.get(i, 0) >= action.value for i in action.group)
+        if hit and action.action == "stop" and action.role == "worker":
+            hit = all(i in holding for i in action.group)
         if hit:
             action.fired = True
             ready.append(action)

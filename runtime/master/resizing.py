@@ -44,14 +44,15 @@ class Resizer:
         self._chaos = chaos
         self._inbox = inbox
 
-    def on_pass(self, tasks_done: dict[int, int]) -> None:
-        self._fire_chaos(tasks_done)
+    def on_pass(self, tasks_done: dict[int, int], holders: set[int]) -> None:
+        self._fire_chaos(tasks_done, holders)
         if self._inbox is not None:
             self._apply_scale_requests(self._inbox)
 
-    def _fire_chaos(self, tasks_done: dict[int, int]) -> None:
+    def _fire_chaos(self, tasks_done: dict[int, int], holders: set[int]) -> None:
         sup = self._sup
-        for action in due_actions(self._chaos, time.monotonic() - sup.t0, tasks_done):
+        elapsed = time.monotonic() - sup.t0
+        for action in due_actions(self._chaos, elapsed, tasks_done, holders):
             now = time.monotonic()
             if action.action == "add":
                 sup.target += 1

@@ -210,7 +210,7 @@ class Supervisor:
             if not self._ps_down():
                 for expired in self.tasks.expired(time.monotonic()):
                     self._on_timeout(expired.worker_id, expired.task_id, expired.timeout_s)
-            self.resizer.on_pass(self.tasks.tasks_done())
+            self.resizer.on_pass(self.tasks.tasks_done(), self.tasks.holders())
             self._check_min_workers()
         self.finish_recoveries()
 

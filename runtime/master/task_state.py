@@ -76,6 +76,11 @@ class TaskState:
         with self._lock:
             return dict(self._stats.tasks_done)
 
+    def holders(self) -> set[int]:
+        """Workers holding a task now (a chaos `stop` waits for its worker to hold one)."""
+        with self._lock:
+            return self._tasks.holders()
+
     def doing(self, worker_id: int) -> list[Task]:
         with self._lock:
             return self._tasks.doing(worker_id)

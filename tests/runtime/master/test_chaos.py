@@ -72,3 +72,13 @@ def test_a_group_fires_together_once_every_member_got_there():
     fired = due_actions(actions, 0.0, {0: 5, 2: 2})
     assert [a.group for a in fired] == [(0, 2)]
     assert due_actions(actions, 0.0, {0: 9, 2: 9}) == []
+
+
+def test_a_worker_stop_waits_until_the_worker_holds_a_task():
+    """Stopped between two tasks, a worker would hang with nothing for a task timeout to catch."""
+    actions = parse_chaos("worker1:stop@tasks=1,worker0:kill@tasks=1")
+    fired = due_actions(actions, 0.0, {0: 1, 1: 1}, holding=set())
+    assert [str(a) for a in fired] == ["worker0:kill@tasks=1"]
+    assert due_actions(actions, 0.0, {0: 2, 1: 2}, holding={0}) == []
+    fired = due_actions(actions, 0.0, {0: 2, 1: 2}, holding={0, 1})
+    assert [str(a) for a in fired] == ["worker1:stop@tasks=1"]

@@ -408,6 +408,14 @@ _DB_SECRET = Option(
     validate=_check_db_secret,
 )
 
+_TLS_DIR = Option(
+    "tls_dir",
+    "TLS on the job's channels: a directory with tls.crt, tls.key [, ca.crt, server_name] "
+    "(local engine; on Kubernetes --tls with --tls_secret; default: no TLS, the job's secret "
+    "only)",
+    takes=_JOB_CONFIG,
+)
+
 TRAIN: tuple[Option, ...] = (
     Option(
         "model_zoo",
@@ -581,12 +589,7 @@ TRAIN: tuple[Option, ...] = (
     ),
     Option("seed", "random seed of the data order and the model", int, 0, takes=_JOB_CONFIG),
     Option("shuffle", "shuffle the tasks of each epoch", bool, True, takes=_JOB_CONFIG),
-    Option(
-        "tls_dir",
-        "TLS on the job's channels: a directory with tls.crt, tls.key [, ca.crt, server_name] "
-        "(local engine; default: no TLS, the job's secret only)",
-        takes=_JOB_CONFIG,
-    ),
+    _TLS_DIR,
     *_shared(
         64,
         "the least seconds without progress before a worker is taken for hung (the limit is "
@@ -615,7 +618,7 @@ TRAIN: tuple[Option, ...] = (
 )
 """`elasticdl train`, `elasticdl.train(...)`, the train step and the train pipeline."""
 
-_PREDICT_ONLY = ("output", "output_format", "keep_columns", "engine", "db_secret")
+_PREDICT_ONLY = ("output", "output_format", "keep_columns", "engine", "db_secret", "tls_dir")
 
 PREDICT: tuple[Option, ...] = (
     Option(
@@ -670,6 +673,7 @@ PREDICT: tuple[Option, ...] = (
         "derived from the slowest finished task above it)",
         "worker1:kill@tasks=2",
     ),
+    _TLS_DIR,
     _ENGINE,
     INSTANCE_MANAGER,
 )

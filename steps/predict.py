@@ -91,6 +91,7 @@ def run(
         check_reachable_from_pods("--trained_model", options.trained_model, k8s.volume)
         if options.job_type == "predict":
             check_reachable_from_pods("--output", options.output, k8s.volume, writable=True)
+        options.tls_dir = k8s.master_tls_dir() or options.tls_dir
         options.master_host = os.environ["MY_POD_IP"]
     if options.keep_columns.strip() == ALL_COLUMNS:
         options.keep_columns = ",".join(schema_columns(options.data))

@@ -141,6 +141,7 @@ def run(
         check_reachable_from_pods(
             "--checkpoint_dir", options.resolved_checkpoint_dir, k8s.volume, writable=True
         )
+    options.tls_dir = k8s.master_tls_dir() or options.tls_dir
     options.master_host = os.environ["MY_POD_IP"]
     return TrainingJob(options, instance_manager_factory=factory).run()
 

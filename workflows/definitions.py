@@ -54,6 +54,7 @@ from typing import Any
 from elasticdl import __version__
 from elasticdl.runtime import job_options
 from elasticdl.runtime.k8s import manifests
+from elasticdl.runtime.k8s.manifests import TLS_MOUNT
 from elasticdl.runtime.k8s.options import KUBERNETES, KubernetesOptions
 from elasticdl.runtime.sql.credentials import PASSWORD_ENV
 from elasticdl.workflows.parameters import Check, PipelineParam, Rule
@@ -160,6 +161,8 @@ def _job_step(
         local_args=_passed(*local),
         after=after,
         long_running=True,
+        # With --tls the master reads the TLS Secret here (optional: absent, --tls says so).
+        secrets=(SecretMount("tls", Param("tls_secret"), TLS_MOUNT),),
     )
 
 

@@ -171,7 +171,7 @@ class KubernetesInstanceManager(InstanceManager):
         self._job_secret = job_secret
         self.prefix = spec.prefix
         self.namespace = spec.namespace
-        self._config_json = config_json
+        self._config_json = manifests.config_for_pods(spec, config_json)
         self._api = client.CoreV1Api(api_client or load_api_client())
         self._new_backoff = backoff
         self._selector = manifests.job_selector(self.prefix)

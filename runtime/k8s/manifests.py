@@ -42,6 +42,12 @@ CONFIG_PATH = f"{CONFIG_DIR}/{CONFIG_FILE}"
 CONFIG_VOLUME = "elasticdl-config"
 SECRET_KEY = "job.secret"
 """The job secret's key in the Secret and its file name beside job.json (auth.SECRET_FILE)."""
+TLS_SUBDIR = "tls"
+"""With --tls: where a pod finds the TLS Secret's files, beside job.json (JobConfig.tls_dir)."""
+TLS_MOUNT = "/etc/elasticdl-tls"
+"""With --tls: where the master's own pod (the Argo step) mounts the TLS Secret."""
+TLS_KEYS = ("tls.crt", "tls.key")
+"""The keys of a kubernetes.io/tls Secret a pod needs; `ca.crt` is projected when present."""
 PS_PORT = 2222
 
 LABEL_JOB = "elasticdl-job-name"
@@ -450,6 +456,8 @@ class ClusterSpec:
     service_account: str = ""
     termination_grace_s: int = DEFAULT_GRACE_S
     ps_port: int = PS_PORT
+    tls_secret: str = ""
+    """A kubernetes.io/tls Secret projected into every pod (empty: no TLS)."""
     env: Mapping[str, str] = field(default_factory=dict)
     log_level: str = ""
 
@@ -471,6 +479,23 @@ def _metadata(
     if spec.owner is not None:
         meta["ownerReferences"] = [spec.owner.reference()]
     return meta
+
+
+def config_for_pods(spec: ClusterSpec, config_json: str) -> str:
+    """job.json as the pods read it: with a TLS Secret, its `tls_dir` names the Secret's files
+    in the pods (`tls/` beside job.json) instead of the master's copy. A master with TLS files
+    but no Secret is refused: its pods could not read them."""
+    import json
+
+    settings = json.loads(config_json)
+    if spec.tls_secret:
+        return json.dumps({**settings, "tls_dir": TLS_SUBDIR}, indent=2, sort_keys=True)
+    if settings.get("tls_dir"):
+        raise ManifestError(
+            "TLS on Kubernetes comes from a Secret: give --tls true (and --tls_secret NAME, a "
+            "kubernetes.io/tls Secret); --tls_dir is for the local engine"
+        )
+    return config_json
 
 
 def config_map(
@@ -541,9 +566,19 @@ def _env(spec: ClusterSpec, role: str, index: int) -> list[dict[str, Any]]:
 
 
 def _config_sources(spec: ClusterSpec) -> list[dict[str, Any]]:
-    """job.json from the ConfigMap and, beside it, job.secret from the job's Secret."""
+    """job.json from the ConfigMap and, beside it, job.secret from the job's Secret; with TLS,
+    the TLS Secret's certificate and key (and its ca.crt, when it has one) in `tls/`."""
     secret = {"name": secret_name(spec.prefix), "items": [{"key": SECRET_KEY, "path": SECRET_KEY}]}
-    return [{"configMap": {"name": config_map_name(spec.prefix)}}, {"secret": secret}]
+    sources: list[dict[str, Any]] = [
+        {"configMap": {"name": config_map_name(spec.prefix)}},
+        {"secret": secret},
+    ]
+    if spec.tls_secret:
+        tls = [{"key": k, "path": f"{TLS_SUBDIR}/{k}"} for k in TLS_KEYS]
+        ca = [{"key": "ca.crt", "path": f"{TLS_SUBDIR}/ca.crt"}]
+        sources.append({"secret": {"name": spec.tls_secret, "items": tls}})
+        sources.append({"secret": {"name": spec.tls_secret, "items": ca, "optional": True}})
+    return sources
 
 
 def _pod(

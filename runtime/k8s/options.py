@@ -12,7 +12,8 @@ pod's namespace), --worker_resource_request / --worker_resource_limit /
 --ps_resource_request / --ps_resource_limit (`cpu=1,memory=4096Mi[,gpu=1]`; limits default to
 the requests), --worker_pod_priority (`high=0.5`), --ps_pod_priority, --volume, --node_selector,
 --tolerations, --image_pull_secrets, --image_pull_policy, --pod_service_account,
---termination_grace_period (seconds, default 60), --ps_port (default 2222).
+--termination_grace_period (seconds, default 60), --ps_port (default 2222), --tls with
+--tls_secret (a kubernetes.io/tls Secret the master's step mounts and every pod projects).
 """
 
 from __future__ import annotations
@@ -146,6 +147,20 @@ KUBERNETES: tuple[Option, ...] = (
         maximum=3600,
     ),
     _k8s("ps_port", "the PS gRPC port", type=int, default=m.PS_PORT, engines=NOWHERE),
+    _k8s(
+        "tls",
+        "TLS on the job's channels with the certificate of --tls_secret (false: the job's "
+        "secret only)",
+        type=bool,
+        default=False,
+    ),
+    _k8s(
+        "tls_secret",
+        "The kubernetes.io/tls Secret for --tls (tls.crt, tls.key[, ca.crt]; the certificate "
+        "names the DNS name `elasticdl`)",
+        default="elasticdl-tls",
+        validate=_name_check("tls_secret", "Secret"),
+    ),
 )
 """The Kubernetes flags of a job step's master, declared once: the step's flags, the fields of
 `KubernetesOptions`, and the Argo-only pipeline parameters (`engines`) with their checks."""
@@ -204,7 +219,22 @@ class KubernetesOptions:
             service_account=self.pod_service_account,
             termination_grace_s=self.termination_grace_period,
             ps_port=self.ps_port,
+            tls_secret=self.tls_secret if self.tls else "",
         )
+
+    def master_tls_dir(self) -> str:
+        """With --tls, where this master (in its pod) reads the TLS Secret the pipeline step
+        mounts (`m.TLS_MOUNT`); "" without. ManifestError (one line) when it is not there."""
+        if not self.tls:
+            return ""
+        missing = [k for k in m.TLS_KEYS if not (Path(m.TLS_MOUNT) / k).is_file()]
+        if missing:
+            raise m.ManifestError(
+                f"--tls: the Secret {self.tls_secret!r} is not mounted at {m.TLS_MOUNT} (no "
+                f"{', '.join(missing)}); create it in the job's namespace with `kubectl create "
+                f"secret tls {self.tls_secret} --cert=CERT --key=KEY`"
+            )
+        return m.TLS_MOUNT
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -272,11 +302,6 @@ def make_instance_manager(
     image = options.pod_image or own_pod_image(api_client, namespace)
     spec = options.cluster_spec(job_name, master_addr, image=image, namespace=namespace)
     settings = json.loads(config_json)
-    if settings.get("tls_dir"):
-        raise m.ManifestError(
-            "--tls_dir is for the local engine: the pods of --instance_manager kubernetes "
-            "cannot read the master's files (TLS from a Kubernetes Secret is not built yet)"
-        )
     credentials = auth.for_process(config_path, settings.get("secret_file", ""))
     secret = credentials.secret if credentials is not None else ""
     return KubernetesInstanceManager(spec, config_json, api_client=api_client, job_secret=secret)

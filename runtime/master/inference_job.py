@@ -231,7 +231,7 @@ class InferenceJob:
             servicer.evaluations.start(
                 int(facts["trained"].model_version), list(range(1, len(shards) + 1)), 0.0
             )
-        config, credentials = auth.secure(config, work)
+        config, credentials = auth.secure(config, work, o.tls_dir)
         config_path = config.write(work / "job.json")
         server, port = serve_master(servicer, o.master_host, o.master_port, credentials)
         master_addr = host_port(o.master_host, port)

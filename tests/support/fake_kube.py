@@ -620,6 +620,7 @@ def local_command(pod: dict[str, Any], kube: FakeKube) -> list[str] | None:
             local = directory / mount["mountPath"].lstrip("/")
             local.mkdir(parents=True, exist_ok=True)
             for key, value in files.items():
+                (local / key).parent.mkdir(parents=True, exist_ok=True)  # items' paths
                 (local / key).write_bytes(value)
             mounts[mount["mountPath"]] = str(local)
     with kube.lock:

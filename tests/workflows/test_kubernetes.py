@@ -173,6 +173,8 @@ def test_the_predict_step_parses_its_kubernetes_flags_as_given():
         ("image_pull_secrets", "Reg_Cred", "is not a Secret name"),
         ("image_pull_policy", "Sometimes", "expected one of IfNotPresent, Always, Never"),
         ("pod_service_account", "Worker SA", "not a ServiceAccount name"),
+        ("tls_secret", "Job_TLS", "--tls_secret 'Job_TLS': not a Secret name"),
+        ("tls", "yes please", "--tls"),
         ("termination_grace_period", "3601", "must be <= 3600"),
         ("termination_grace_period", "-1", "must be >= 0"),
     ],

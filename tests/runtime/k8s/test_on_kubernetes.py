@@ -69,10 +69,12 @@ class OnKubernetes:
         api_client: Callable[[], Any],
         namespace: str = "default",
         kube: FakeKube | None = None,
+        tls_secret: str = "",
     ) -> None:
         self.api_client = api_client
         self.namespace = namespace
         self.kube = kube
+        self.tls_secret = tls_secret
         self.made: list[KubernetesInstanceManager] = []
 
     def __call__(self, config_path: Path, master_addr: str, log_dir: Path) -> Any:
@@ -85,6 +87,7 @@ class OnKubernetes:
             owner=m.Owner.from_env(os.environ),
             termination_grace_s=10,
             volumes=tuple(m.parse_volumes(os.environ.get("ELASTICDL_TEST_VOLUME", ""))),
+            tls_secret=self.tls_secret,
         )
         if self.kube is not None:
             LoopbackManager.kube = self.kube
@@ -130,6 +133,50 @@ def test_a_job_runs_on_kubernetes(tmp_path, kube, regression_data) -> None:
     created = [p for method, p in kube.requests if method == "POST"]
     assert sum(p.endswith("/pods") for p in created) == 3  # 1 PS, 2 workers
     assert kube.pods() == [] and kube.names("services") == [] and kube.names("configmaps") == []
+
+
+def test_tls_on_kubernetes_comes_from_a_secret_every_pod_projects(
+    tmp_path, kube, regression_data
+) -> None:
+    """--tls: the master serves with the Secret's certificate (here: its own copy, as the
+    pipeline step mounts it); the PS and worker pods read the same Secret's files beside
+    job.json, so every channel of the job is TLS and the job trains."""
+    import base64
+
+    from kubernetes import client
+    from tls_certs import self_signed
+
+    self_signed(tmp_path / "tls")
+    data = {k: base64.b64encode((tmp_path / "tls" / k).read_bytes()).decode() for k in m.TLS_KEYS}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "job-tls"},
+        "type": "kubernetes.io/tls",
+        "data": data,
+    }
+    client.CoreV1Api(kube.api_client()).create_namespaced_secret("default", body)
+    factory = OnKubernetes(kube.api_client, kube=kube, tls_secret="job-tls")
+    result, report = train(
+        tmp_path,
+        regression_data,
+        factory,
+        job_name="k8s-tls",
+        tls_dir=str(tmp_path / "tls"),
+        **OPTIONS,
+    )
+    assert result.succeeded, result.error
+    assert_records_accounted(report)
+    config = json.loads(factory.made[0]._config_json)
+    assert config["tls_dir"] == m.TLS_SUBDIR, config
+    pods = [p for method, p in kube.requests if method == "POST" and p.endswith("/pods")]
+    assert len(pods) == 3
+
+
+def test_tls_files_of_the_master_alone_are_refused_on_kubernetes(tmp_path) -> None:
+    spec = m.ClusterSpec(job_name="j", image="i", master_addr="127.0.0.1:1")
+    with pytest.raises(m.ManifestError, match="--tls true"):
+        m.config_for_pods(spec, json.dumps({"tls_dir": str(tmp_path)}))
 
 
 def chaos_in_the_fake(kube: FakeKube, pod: str, act: Callable[[str], None]) -> threading.Thread:

@@ -134,3 +134,29 @@ def test_the_default_pod_image_is_the_argo_main_containers() -> None:
         assert own_pod_image(client, "team-a", renamed) == "quay.io/argoproj/argoexec:v3.7.1"
         assert own_pod_image(client, "team-a", {**ENV, "MY_POD_NAME": "gone"}) == ""
         assert own_pod_image(client, "team-a", {}) == ""
+
+
+def test_tls_needs_the_mounted_secret_and_projects_it_into_every_pod() -> None:
+    assert KubernetesOptions().master_tls_dir() == ""
+    options = KubernetesOptions(tls=True, tls_secret="job-tls")
+    with pytest.raises(m.ManifestError, match="kubectl create secret tls job-tls"):
+        options.master_tls_dir()
+    spec = options.cluster_spec("j", "10.0.0.1:5000", image="i", namespace="ns", env={})
+    assert spec.tls_secret == "job-tls"
+    assert (
+        KubernetesOptions(tls_secret="job-tls")
+        .cluster_spec("j", "10.0.0.1:5000", image="i", namespace="ns", env={})
+        .tls_secret
+        == ""
+    )
+    pod = m.worker_pod(spec, 0, [], "launch")
+    (config,) = [v for v in pod["spec"]["volumes"] if v["name"] == m.CONFIG_VOLUME]
+    secrets = [s["secret"] for s in config["projected"]["sources"] if "secret" in s]
+    assert {
+        "name": "job-tls",
+        "items": [
+            {"key": "tls.crt", "path": "tls/tls.crt"},
+            {"key": "tls.key", "path": "tls/tls.key"},
+        ],
+    } in secrets
+    assert any(s["name"] == "job-tls" and s.get("optional") for s in secrets)  # ca.crt

@@ -11,6 +11,8 @@ The ServiceAccount the workflows run as may, in its own namespace only:
   ConfigMap; the exit handler lists and deletes leftovers by label;
 * secrets: create, delete, deletecollection -- the master hands its pods the job's secret
   (runtime/auth.py) in a Secret it creates and deletes; it cannot read any Secret;
+* networking.k8s.io networkpolicies: create, delete, deletecollection -- the master's policy
+  admitting its own pods only (workflows/network_policy.py);
 * argoproj.io workflowtaskresults: create, patch -- what Argo's executor (v3.4+) needs to report
   a step's outputs.
 
@@ -40,6 +42,12 @@ ROLE_RULES: list[dict[str, Any]] = [
         # no get/list/watch: the master never reads a Secret back, nor anyone else's.
         "apiGroups": [""],
         "resources": ["secrets"],
+        "verbs": ["create", "delete", "deletecollection"],
+    },
+    {
+        # The job's own NetworkPolicy (runtime/k8s/manifests.job_network_policy).
+        "apiGroups": ["networking.k8s.io"],
+        "resources": ["networkpolicies"],
         "verbs": ["create", "delete", "deletecollection"],
     },
     {

@@ -2,7 +2,8 @@
 
 The same interface as `LocalInstanceManager` (mechanism only; the master keeps the policy):
 
-* `start_ps(i)` creates, once per job, the Secret with the job's secret, the ConfigMap with
+* `start_ps(i)` creates, once per job, the NetworkPolicy that admits only the job's own pods
+  (manifests.job_network_policy), the Secret with the job's secret, the ConfigMap with
   job.json and PS i's Service, then a
   pod for PS i (a relaunch: the next generation `<job>-ps-<i>-r<n>`), and returns the
   Service's stable address at once. `start_worker(id, ps)` creates pod `<job>-worker-<id>`.
@@ -22,7 +23,8 @@ The same interface as `LocalInstanceManager` (mechanism only; the master keeps t
 * `alive(role)`: instances started and not ended (creation pending, Pending, Running).
 * `listen_for_scale(inbox)`: resize requests annotated on the job's ConfigMap (scale.py).
 * `shutdown(grace_s)` deletes the job's pods (grace `grace_s`), waits up to `grace_s` + 10 s
-  for them to end, then deletes the Services, the ConfigMap and the Secret. ownerReferences
+  for them to end, then deletes the Services, the ConfigMap, the Secret and the NetworkPolicy.
+  ownerReferences
   to the master pod cover a master that crashed before it could.
 """
 
@@ -172,7 +174,9 @@ class KubernetesInstanceManager(InstanceManager):
         self.prefix = spec.prefix
         self.namespace = spec.namespace
         self._config_json = manifests.config_for_pods(spec, config_json)
-        self._api = client.CoreV1Api(api_client or load_api_client())
+        api_client = api_client or load_api_client()
+        self._api = client.CoreV1Api(api_client)
+        self._net = client.NetworkingV1Api(api_client)
         self._new_backoff = backoff
         self._selector = manifests.job_selector(self.prefix)
         self._lock = threading.Condition()
@@ -299,6 +303,7 @@ class KubernetesInstanceManager(InstanceManager):
             ("services", self._api.delete_collection_namespaced_service),
             ("the config map", self._api.delete_collection_namespaced_config_map),
             ("the secret", self._api.delete_collection_namespaced_secret),
+            ("the network policy", self._net.delete_collection_namespaced_network_policy),
         ):
             _call(f"delete {what}", lambda d=delete: d(self.namespace, label_selector=selector))
         self._watch.stop()
@@ -307,17 +312,20 @@ class KubernetesInstanceManager(InstanceManager):
 
     def _ensure_config(self) -> None:
         if not self._config_created:
+            policy = manifests.job_network_policy(self.spec)
+            self._create_now("network_policy", policy, self._net)
             self._create_now("secret", manifests.job_secret(self.spec, self._job_secret))
             body = manifests.config_map(self.spec, self._config_json, self._config_annotations)
             self._create_now("config_map", body)
             self._config_created = True
 
-    def _create_now(self, kind: str, body: dict[str, Any]) -> None:
+    def _create_now(self, kind: str, body: dict[str, Any], api: Any = None) -> None:
         """Create a Service or the ConfigMap now, replacing a stale one of the same name
         (from an earlier attempt of the job: it may belong to another master pod); transient
         refusals are retried with backoff; a fatal one raises RuntimeError."""
-        create = getattr(self._api, f"create_namespaced_{kind}")
-        delete = getattr(self._api, f"delete_namespaced_{kind}")
+        api = api or self._api
+        create = getattr(api, f"create_namespaced_{kind}")
+        delete = getattr(api, f"delete_namespaced_{kind}")
         name = body["metadata"]["name"]
         backoff = self._new_backoff()
         while True:

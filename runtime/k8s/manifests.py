@@ -526,6 +526,39 @@ def job_secret(spec: ClusterSpec, secret: str) -> dict[str, Any]:
     }
 
 
+ARGO_WORKFLOW_LABEL = "workflows.argoproj.io/workflow"
+"""The label Argo puts on a workflow's pods, valued with the workflow's name."""
+_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def network_policy_name(prefix: str) -> str:
+    return f"{prefix}-peers"
+
+
+def job_network_policy(spec: ClusterSpec) -> dict[str, Any]:
+    """Ingress to this job's pods only from this job's pods and its master.
+
+    With the deny-all policy of `elasticdl render install` (workflows/network_policy.py), what
+    this admits is all the job's pods accept: workers and parameter servers of the same job,
+    and the master's pod -- on Argo the step's pod, which Argo labels with the workflow's name,
+    the job's name there. Another job's pods in the same namespace are refused at the network
+    (and still by the per-job secret)."""
+    peers: list[dict[str, Any]] = [{"podSelector": {"matchLabels": {LABEL_JOB: spec.prefix}}}]
+    if _LABEL_VALUE.match(spec.job_name):
+        peers.append({"podSelector": {"matchLabels": {ARGO_WORKFLOW_LABEL: spec.job_name}}})
+    name = network_policy_name(spec.prefix)
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _metadata(spec, name, {LABEL_JOB: spec.prefix}),
+        "spec": {
+            "podSelector": {"matchLabels": {LABEL_JOB: spec.prefix}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": peers}],
+        },
+    }
+
+
 def ps_service(spec: ClusterSpec, ps_id: int) -> dict[str, Any]:
     """The ClusterIP Service that gives PS `ps_id` a stable address across relaunches."""
     labels = replica_labels(spec.prefix, "ps", ps_id)

@@ -8,7 +8,8 @@
         kube.refuse_creates(2)                   # the next 2 pod creations: 403 quota
 
 What it serves (HTTP/1.1 on 127.0.0.1, an ephemeral port; no auth), for pods, services,
-configmaps and secrets in any namespace under /api/v1/namespaces/NS/...: create (POST; every
+configmaps and secrets in any namespace under /api/v1/namespaces/NS/... (and networkpolicies
+under /apis/networking.k8s.io/v1/namespaces/NS/..., stored, not enforced): create (POST; every
 object is checked with kubernetes-validate, strict, like an API server's validation: 422 if invalid;
 409 AlreadyExists), get, list with `labelSelector` (=, ==, !=, in, notin, exists, !exists),
 merge patch (PATCH: merge or strategic merge, as a JSON merge patch), delete
@@ -59,10 +60,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-RESOURCES = {"pods": "Pod", "services": "Service", "configmaps": "ConfigMap", "secrets": "Secret"}
+RESOURCES = {
+    "pods": "Pod",
+    "services": "Service",
+    "configmaps": "ConfigMap",
+    "secrets": "Secret",
+    "networkpolicies": "NetworkPolicy",
+}
 _PATH = re.compile(
-    r"^/api/v1/namespaces/(?P<ns>[^/]+)/(?P<res>pods|services|configmaps|secrets)"
-    r"(?:/(?P<name>[^/]+))?$"
+    r"^/(?:api/v1|apis/networking\.k8s\.io/v1)/namespaces/(?P<ns>[^/]+)/"
+    r"(?P<res>pods|services|configmaps|secrets|networkpolicies)(?:/(?P<name>[^/]+))?$"
 )
 NODE = "fake-node-1"
 SCHEDULE_S = 0.02

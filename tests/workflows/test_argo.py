@@ -275,6 +275,7 @@ def test_install_has_both_templates_and_least_privilege_rbac():
             "deletecollection",
         },
         ("secrets",): {"create", "delete", "deletecollection"},  # the job's secret; no reads
+        ("networkpolicies",): {"create", "delete", "deletecollection"},  # the job's own
         ("workflowtaskresults",): {"create", "patch"},
     }
     assert "ClusterRole" not in str(objects)

@@ -133,6 +133,9 @@ def test_a_job_runs_on_kubernetes(tmp_path, kube, regression_data) -> None:
     created = [p for method, p in kube.requests if method == "POST"]
     assert sum(p.endswith("/pods") for p in created) == 3  # 1 PS, 2 workers
     assert kube.pods() == [] and kube.names("services") == [] and kube.names("configmaps") == []
+    # The job's own NetworkPolicy was there while it ran and went with it.
+    assert any(p.endswith("/networkpolicies") for p in created)
+    assert kube.names("networkpolicies") == []
 
 
 def test_tls_on_kubernetes_comes_from_a_secret_every_pod_projects(

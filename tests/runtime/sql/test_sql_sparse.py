@@ -87,6 +87,7 @@ def test_a_high_cardinality_text_column_trains_on_the_ps_and_predicts_one_row_pe
     assert [(t.name, t.rows) for t in tables] == [("e000/ps_embedding", ITEMS)]
     _, rows = split_trained(load_params((model / "params.npz").read_bytes()))
     assert rows["e000/ps_embedding"][0].size == ITEMS
+    assert (model / "saved_model" / "saved_model.pb").is_file()  # exported with the rows
 
     predicted = elasticdl.sql(
         "SELECT id, item, x FROM holdout PREDICT scored.clicked USING by_item",

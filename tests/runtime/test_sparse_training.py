@@ -253,14 +253,16 @@ def test_a_sigkilled_ps_of_a_sparse_job_comes_back_with_its_checkpointed_rows(ct
     (failure,) = report["failures"]
     assert (failure["role"], failure["id"]) == ("ps", 0), context
     version = failure["restored_version"]
-    assert version > 0 and version % 4 == 0, context
+    assert version % 4 == 0, context
     before = failure["model_version_before"]
     assert failure["rolled_back"] == ([version + 1, before] if before > version else []), context
 
     checkpointed = ckpt.load_all(str(output / "checkpoints"), version)
     shard = ckpt.shard_state(checkpointed, 0, 2).embeddings
     held = {name: int(table.ids.size) for name, table in shard.items()}
-    assert len(held) == 26 and sum(held.values()) > 0, context
+    # (16 pushes came before the kill; a checkpoint after version 0 is all but certain, yet
+    # written in the background: only its content is asserted, not when it was written.)
+    assert len(held) == 26 and (sum(held.values()) > 0 or version == 0), context
     assert failure["restored_table_rows"] == held, context
     assert failure["restored_rows"] == sum(held.values())
     _, tables = split_trained(load_params((output / "params.npz").read_bytes()))

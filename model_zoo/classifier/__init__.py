@@ -6,6 +6,13 @@
 The label column (`label` unless the metadata names another) holds a class id in
 `[0, n_classes)`; every other column except `id` is a feature (see `zoo_common.tabular`).
 The model outputs `n_classes` logits.
+
+Text columns are hashed into one shared table of `hash_buckets` rows, except those with many
+distinct values: when the SQL source's statistics (`schema.json`) estimate at least
+`ps_embedding_min_distinct` (1000) distinct values, each seen at least twice on average, the
+column goes through a table on the parameter servers instead (`elasticdl.layers.Embedding`, one
+row per value, ids hashed to 63 bits: no collisions; an unseen value reads zeros at prediction).
+`ps_embedding_min_distinct=0` keeps every text column in the shared table.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from typing import Any
 
 import tensorflow as tf
 from zoo_common.classification import accuracy, sparse_softmax_loss
-from zoo_common.tabular import TableDNN, parse_table_dataset
+from zoo_common.tabular import PS_MIN_DISTINCT, TableDNN, parse_table_dataset
 
 from elasticdl import Mode
 from elasticdl.runtime.data.metadata import DatasetMetadata
@@ -33,6 +40,7 @@ class DNN(TableDNN):
         dropout_rate: float = 0.0,
         hash_buckets: int = 1000,
         embedding_dim: int = 8,
+        ps_embedding_min_distinct: int = PS_MIN_DISTINCT,
         name: str = "classifier_dnn",
     ) -> None:
         if int(n_classes) < 2:
@@ -45,6 +53,7 @@ class DNN(TableDNN):
             hash_buckets=hash_buckets,
             embedding_dim=embedding_dim,
             name=name,
+            ps_embedding_min_distinct=ps_embedding_min_distinct,
         )
         self.n_classes = int(n_classes)
         self.learning_rate = float(learning_rate)
@@ -68,6 +77,7 @@ class DNN(TableDNN):
             label_dtype=tf.int32,
             hash_buckets=self.hash_buckets,
             model_name="classifier.DNN",
+            ps_min_distinct=self.ps_embedding_min_distinct,
         )
 
     def default_loss(self, labels: tf.Tensor, predictions: tf.Tensor) -> tf.Tensor:

@@ -5,6 +5,13 @@
 
 The label column (`label` unless the metadata names another) holds one number per record; every
 other column except `id` is a feature (see `zoo_common.tabular`).
+
+Text columns are hashed into one shared table of `hash_buckets` rows, except those with many
+distinct values: when the SQL source's statistics (`schema.json`) estimate at least
+`ps_embedding_min_distinct` (1000) distinct values, each seen at least twice on average, the
+column goes through a table on the parameter servers instead (`elasticdl.layers.Embedding`, one
+row per value, ids hashed to 63 bits: no collisions; an unseen value reads zeros at prediction).
+`ps_embedding_min_distinct=0` keeps every text column in the shared table.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import tensorflow as tf
-from zoo_common.tabular import TableDNN, column_stats, parse_table_dataset
+from zoo_common.tabular import PS_MIN_DISTINCT, TableDNN, column_stats, parse_table_dataset
 
 from elasticdl import Mode
 from elasticdl.runtime.data.metadata import DatasetMetadata
@@ -42,6 +49,7 @@ class DNN(TableDNN):
         dropout_rate: float = 0.0,
         hash_buckets: int = 1000,
         embedding_dim: int = 8,
+        ps_embedding_min_distinct: int = PS_MIN_DISTINCT,
         name: str = "regressor_dnn",
     ) -> None:
         super().__init__(
@@ -52,6 +60,7 @@ class DNN(TableDNN):
             hash_buckets=hash_buckets,
             embedding_dim=embedding_dim,
             name=name,
+            ps_embedding_min_distinct=ps_embedding_min_distinct,
         )
         self.learning_rate = float(learning_rate)
         self._label_scale: tuple[float, float] | None = None
@@ -79,6 +88,7 @@ class DNN(TableDNN):
             label_dtype=tf.float32,
             hash_buckets=self.hash_buckets,
             model_name="regressor.DNN",
+            ps_min_distinct=self.ps_embedding_min_distinct,
         )
 
     def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:

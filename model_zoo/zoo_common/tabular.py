@@ -9,7 +9,18 @@ A parsed record becomes two model inputs:
 * `"dense"` — the numeric (float and int64) features concatenated in column order, as float32;
 * `"categorical"` — one hash-bucket id per value of each string (bytes) column. The column name
   is hashed with the value, so equal strings in different columns get different buckets; all
-  columns share one embedding table in the model.
+  columns share one embedding table in the model (a Keras variable of `hash_buckets` rows);
+* `"sparse"` — the same for the text columns with many distinct values (`ps_columns`), hashed
+  to 63-bit ids instead: they share one table on the parameter servers
+  (`elasticdl.layers.Embedding`, a row per value seen, no collisions).
+
+The rule for `"sparse"` (`goes_to_ps`): the SQL source's column statistics (`schema.json`)
+estimate at least `ps_embedding_min_distinct` distinct values (default 1000: more than the
+shared table's default 1000 buckets could keep apart) and the values repeat, on average at
+least twice per value (a column of unique values, such as a name or key, has nothing to learn
+per value and stays hashed). Without statistics (data not from SQL) every text column is
+hashed into buckets; `ps_embedding_min_distinct=0` turns the PS tables off. Prediction replays
+the training statistics (the TrainedModel keeps them), so it routes the columns the same way.
 
 Numeric features are standardized with the column statistics of the SQL source's
 `schema.json` (`metadata.schema`) when there is one (`transform_numeric`), unscaled otherwise.
@@ -23,10 +34,15 @@ from typing import Any
 import tensorflow as tf
 
 from elasticdl import Mode
+from elasticdl.layers import Embedding
 from elasticdl.runtime.data.metadata import DatasetMetadata, FeatureInfo
 
 DENSE_KEY = "dense"
 CATEGORICAL_KEY = "categorical"
+SPARSE_KEY = "sparse"
+PS_MIN_DISTINCT = 1000
+PS_MIN_REPEATS = 2.0
+FULL_HASH = (1 << 63) - 1
 
 _PARSE_TYPES = {"float": tf.float32, "int64": tf.int64, "bytes": tf.string}
 _DEFAULTS = {"float": 0.0, "int64": 0, "bytes": b""}
@@ -50,6 +66,25 @@ def column_stats(metadata: DatasetMetadata | None, name: str) -> dict[str, Any]:
     return {}
 
 
+def goes_to_ps(stats: dict[str, Any], min_distinct: int) -> bool:
+    """Whether a text column with these `schema.json` statistics is embedded on the parameter
+    servers (see the module docstring): many distinct values, each seen repeatedly."""
+    distinct = int(stats.get("distinct_estimate") or 0)
+    count = int(stats.get("count") or 0)
+    return 0 < min_distinct <= distinct and count >= PS_MIN_REPEATS * distinct
+
+
+def ps_columns(metadata: DatasetMetadata | None, min_distinct: int) -> set[str]:
+    """The text feature columns of `metadata` embedded on the parameter servers."""
+    if metadata is None:
+        return set()
+    return {
+        name
+        for name, info in metadata.feature_columns().items()
+        if info.kind == "bytes" and goes_to_ps(column_stats(metadata, name), min_distinct)
+    }
+
+
 def transform_numeric(
     name: str, values: tf.Tensor, info: FeatureInfo, metadata: DatasetMetadata
 ) -> tf.Tensor:
@@ -71,14 +106,17 @@ def parse_table_dataset(
     label_dtype: tf.DType,
     hash_buckets: int,
     model_name: str,
+    ps_min_distinct: int = 0,
 ) -> tf.data.Dataset:
-    """Map serialized tf.Example records to ({"dense": ..., "categorical": ...}, label [1]).
+    """Map serialized tf.Example records to ({"dense", "categorical", "sparse"}, label [1])
+    (the keys present: see the module docstring; `ps_min_distinct`: see `goes_to_ps`).
 
     In PREDICTION mode only the features are returned. A feature missing from a record reads as
     0 (numbers) or "" (strings). Records are shuffled only when training.
     """
     metadata = resolve_metadata(dataset, metadata)
     columns = metadata.feature_columns()
+    on_ps = ps_columns(metadata, ps_min_distinct)
     if not columns:
         raise ValueError(
             f"{model_name}: the records have no feature columns (found {sorted(metadata.columns)},"
@@ -108,12 +146,15 @@ def parse_table_dataset(
 
     def _parse(record: tf.Tensor) -> Any:
         parsed = tf.io.parse_single_example(record, spec)
-        dense, categorical = [], []
+        dense, categorical, sparse = [], [], []
         for name, info in columns.items():
             values = parsed[name]
             if info.kind == "bytes":
                 keyed = tf.strings.join([tf.constant(name + "="), values])
-                categorical.append(tf.strings.to_hash_bucket_fast(keyed, hash_buckets))
+                if name in on_ps:
+                    sparse.append(tf.strings.to_hash_bucket_fast(keyed, FULL_HASH))
+                else:
+                    categorical.append(tf.strings.to_hash_bucket_fast(keyed, hash_buckets))
             else:
                 values = tf.cast(values, tf.float32)
                 dense.append(transform_numeric(name, values, info, metadata))
@@ -122,6 +163,8 @@ def parse_table_dataset(
             features[DENSE_KEY] = tf.concat(dense, axis=0)
         if categorical:
             features[CATEGORICAL_KEY] = tf.concat(categorical, axis=0)
+        if sparse:
+            features[SPARSE_KEY] = tf.concat(sparse, axis=0)
         if label is None:
             return features
         return features, tf.cast(parsed[label], label_dtype)
@@ -133,10 +176,12 @@ def parse_table_dataset(
 
 
 class TableDNN(tf.keras.Model):
-    """Fully connected network over the "dense" and embedded "categorical" inputs.
+    """Fully connected network over the "dense", embedded "categorical" and PS-embedded
+    "sparse" inputs.
 
     `hidden_units=()` gives a linear model. Subclasses add the output size, loss, optimizer and
-    metrics (the `default_*` methods the model-zoo loader calls).
+    metrics (the `default_*` methods the model-zoo loader calls). The PS table exists only when
+    the inputs have "sparse" ids (created in `build`).
     """
 
     def __init__(
@@ -148,6 +193,7 @@ class TableDNN(tf.keras.Model):
         hash_buckets: int = 1000,
         embedding_dim: int = 8,
         name: str | None = None,
+        ps_embedding_min_distinct: int = PS_MIN_DISTINCT,
     ) -> None:
         super().__init__(name=name)
         if isinstance(hidden_units, int):
@@ -159,6 +205,8 @@ class TableDNN(tf.keras.Model):
         self.dropout_rate = float(dropout_rate)
         self.hash_buckets = int(hash_buckets)
         self.embedding_dim = int(embedding_dim)
+        self.ps_embedding_min_distinct = int(ps_embedding_min_distinct)
+        self._ps_embedding: Any = None
         layers = tf.keras.layers
         # Named layers give stable variable paths ("<name>/hidden_1/kernel", ...).
         self._embedding = layers.Embedding(self.hash_buckets, self.embedding_dim, name="embedding")
@@ -178,6 +226,9 @@ class TableDNN(tf.keras.Model):
         if CATEGORICAL_KEY in input_shape:
             self._embedding.build(input_shape[CATEGORICAL_KEY])
             width += int(input_shape[CATEGORICAL_KEY][-1]) * self.embedding_dim
+        if SPARSE_KEY in input_shape:
+            self._ps_embedding = Embedding(self.embedding_dim, name="ps_embedding")
+            width += int(input_shape[SPARSE_KEY][-1]) * self.embedding_dim
         for layer in self._hidden:
             layer.build((None, width))
             width = layer.units
@@ -191,6 +242,8 @@ class TableDNN(tf.keras.Model):
             parts.append(tf.cast(inputs[DENSE_KEY], tf.float32))
         if CATEGORICAL_KEY in inputs:
             parts.append(self._flatten(self._embedding(inputs[CATEGORICAL_KEY])))
+        if SPARSE_KEY in inputs:
+            parts.append(self._flatten(self._ps_embedding(inputs[SPARSE_KEY])))
         if not parts:
             raise ValueError(f"{self.name} expects inputs {DENSE_KEY!r} and/or {CATEGORICAL_KEY!r}")
         x = parts[0] if len(parts) == 1 else tf.concat(parts, axis=-1)
@@ -209,4 +262,5 @@ class TableDNN(tf.keras.Model):
             "hash_buckets": self.hash_buckets,
             "embedding_dim": self.embedding_dim,
             "name": self.name,
+            "ps_embedding_min_distinct": self.ps_embedding_min_distinct,
         }

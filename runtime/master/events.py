@@ -150,6 +150,9 @@ class PSRecovered(Event):
     spawn_s: float = 0.0
     restored_version: int | None = None
     model_version_before: int = 0
+    restored_rows: dict[str, int] | None = None
+    """Embedding rows per table the new PS restored (as it says itself; None: not asked or
+    it did not answer)."""
     KIND: ClassVar[str] = "ps_relaunched"
 
 

@@ -103,6 +103,12 @@ def _ps_recovery(log: EventLog, lost: InstanceLost) -> PSRecovered | None:
     return None
 
 
+def _rolled_back(recovered: PSRecovered) -> list[int]:
+    """[first, last] model version whose updates the relaunched shard lost; [] for none."""
+    first, last = recovered.restored_version + 1, recovered.model_version_before
+    return [first, last] if last >= first else []
+
+
 def failures_section(log: EventLog, t0: float) -> list[dict[str, Any]]:
     """One entry per instance that failed: what, why, when, and how fast it was recovered."""
     found = []
@@ -133,6 +139,10 @@ def failures_section(log: EventLog, t0: float) -> list[dict[str, Any]]:
                 entry["rolled_back_versions"] = max(
                     0, recovered.model_version_before - recovered.restored_version
                 )
+                entry["rolled_back"] = _rolled_back(recovered)
+            if recovered.restored_rows is not None:
+                entry["restored_rows"] = sum(recovered.restored_rows.values())
+                entry["restored_table_rows"] = dict(sorted(recovered.restored_rows.items()))
         found.append(entry)
     return found
 

@@ -95,6 +95,11 @@ class JobPlugin:
     def ps_started(self, ps_id: int, address: str) -> None:
         """PS `ps_id` was (re)started at `address` (liveness probes start over)."""
 
+    def restored(self, ps_id: int) -> tuple[int, dict[str, int]] | None:
+        """What serving PS `ps_id` restored at its start, as it says: (checkpoint version, -1
+        for none; embedding rows per table). None: unknown."""
+        return None
+
     def unresponsive_ps(self, now: float) -> list[tuple[int, float]]:
         """(PS id, when it stopped answering) of parameter servers that answer no probe."""
         return []
@@ -428,8 +433,13 @@ class Supervisor:
             return
         now = time.monotonic()
         self.tasks.restart_clocks(now)
+        told = self.plugin.restored(ps_id)
+        rows = None
+        if told is not None:
+            version, rows = told
+            restored = version if version >= 0 else None
         self.events.add(
-            PSRecovered(now, ps_id, now - down_since, spawn_s, restored, version_before)
+            PSRecovered(now, ps_id, now - down_since, spawn_s, restored, version_before, rows)
         )
 
     def finish_recoveries(self, timeout: float = PS_SERVING_TIMEOUT_S) -> None:

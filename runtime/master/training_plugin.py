@@ -143,6 +143,14 @@ class TrainingPlugin(JobPlugin):
         self._first_start.discard(ps_id)
         self._health.set_address(ps_id, address)
 
+    def restored(self, ps_id: int) -> tuple[int, dict[str, int]] | None:
+        try:
+            (told,) = self._ps_client.restored_embedding_rows(shards=[ps_id])
+        except Exception as err:  # noqa: BLE001 - the report is informative, not vital
+            log.warning("parameter server %d did not say what it restored: %s", ps_id, err)
+            return None
+        return told
+
     def unresponsive_ps(self, now: float) -> list[tuple[int, float]]:
         """PS that served since their start (see `_serving`) and then stopped answering probes.
         One that never served is left alone: it may still be starting (a pod waiting for a node

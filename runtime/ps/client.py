@@ -285,10 +285,13 @@ class PSClient:
                 out[info.name] = (spec, out.get(info.name, (spec, 0))[1] + int(rows))
         return out
 
-    def restored_embedding_rows(self) -> list[tuple[int, dict[str, int]]]:
-        """Per shard: (checkpoint version it restored at start, rows per table it restored);
-        (-1, {}) for a shard that started without a checkpoint."""
-        responses = self._gather("describe_embedding_tables", [pb.Empty()] * self.num_ps)
+    def restored_embedding_rows(
+        self, shards: Sequence[int] | None = None
+    ) -> list[tuple[int, dict[str, int]]]:
+        """Per shard (`shards`, default all): (checkpoint version it restored at start, rows per
+        table it restored); (-1, {}) for a shard that started without a checkpoint."""
+        shards = list(range(self.num_ps)) if shards is None else list(shards)
+        responses = self._gather("describe_embedding_tables", [pb.Empty()] * len(shards), shards)
         return [(int(r.restored_version), dict(r.restored_rows)) for r in responses]
 
     def read_embedding_table(

@@ -100,6 +100,11 @@ def merge(into: dict[str, TableExport], more: Mapping[str, TableExport]) -> None
             continue
         if held.spec != export.spec:
             raise ValueError(f"table {name!r} is declared differently in two shard files")
+        if not export.ids.size or not held.ids.size:
+            # A shard without rows of the table may have no slots (written before the slots
+            # were allocated with the table): nothing to merge.
+            into[name] = held if held.ids.size else export
+            continue
         if set(held.slots) != set(export.slots):
             raise ValueError(f"table {name!r} has other optimizer slots in two shard files")
         into[name] = TableExport(

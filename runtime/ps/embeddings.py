@@ -67,6 +67,11 @@ class EmbeddingStore:
                     )
             new = [s for s in specs if s.name not in self._tables]
             tables = {s.name: EmbeddingTable(s.name, s.dim, s.initializer, s.seed) for s in new}
+            if self.optimizer is not None:
+                # Slots from the start: every shard's export then has the optimizer's slots,
+                # also of a table with no rows or no update on it yet (checkpoints merge).
+                for table in tables.values():
+                    table.use_optimizer(self.optimizer)
             self._tables.update(tables)
             return list(tables)
 

@@ -307,6 +307,48 @@ def test_classifier_embeds_string_columns():
     assert evaluate(model, records, metadata)["accuracy"] > 0.95
 
 
+@pytest.mark.parametrize(
+    ("count", "distinct", "min_distinct", "on_ps"),
+    [
+        (10_000, 1_000, 1000, True),  # many values, each seen 10 times
+        (10_000, 999, 1000, False),  # too few values: the shared table holds them
+        (2_000, 1_000, 1000, True),  # each value twice on average
+        (1_999, 1_000, 1000, False),  # mostly unique (a name, a key): hashed
+        (3_000, 3_000, 1000, False),  # unique
+        (2_400, 300, 300, True),  # the threshold is a parameter
+        (10_000, 5_000, 0, False),  # 0: never
+        (0, 0, 1000, False),  # no statistics (data not from SQL)
+    ],
+)
+def test_which_text_columns_go_to_the_parameter_servers(count, distinct, min_distinct, on_ps):
+    from zoo_common.tabular import goes_to_ps
+
+    stats = {"count": count, "distinct_estimate": distinct} if count else {}
+    assert goes_to_ps(stats, min_distinct) is on_ps
+
+
+def test_text_columns_with_many_repeated_values_are_embedded_on_the_ps():
+    """With the SQL statistics of a 1,200-value column, the column's ids are 63-bit hashes
+    under "sparse" and the model has one PS table; without statistics it stays hashed."""
+    from elasticdl.runtime.embedding.tables import embedding_layers
+
+    _, dnn = load("classifier.DNN")
+    records = [make_example(item=f"v{i % 1200}".encode(), x=1.0, label=i % 2) for i in range(8)]
+    plain = DatasetMetadata.from_example(records[0])
+    stats = {"item": {"count": 5000, "distinct_estimate": 1200}, "x": {"count": 5000}}
+    schema = {"columns": [{"name": n, "stats": s} for n, s in stats.items()], "label": "label"}
+    from_sql = DatasetMetadata(plain.columns, "label", schema)
+    for metadata, key in ((from_sql, "sparse"), (plain, "categorical")):
+        model = dnn(hidden_units=[4])
+        dataset = model.default_input(as_dataset(records), Mode.PREDICTION, metadata)
+        features = next(iter(dataset.batch(8)))
+        assert set(features) == {"dense", key}
+        model(features)
+        assert len(embedding_layers(model)) == (key == "sparse")
+        if key == "sparse":
+            assert int(tf.reduce_max(features["sparse"])) >= 1000  # not a bucket of 1000
+
+
 def test_table_models_explain_bad_input():
     _, classifier = load("classifier.DNN")
     _, regressor = load("regressor.DNN")

@@ -82,6 +82,10 @@ def check_ps_sigkill(report: dict) -> None:
     assert restored % 5 == 0 and failure["rolled_back_versions"] >= 0
     # The version before comes from the workers' reports (which may lag the PS by a report).
     assert failure["rolled_back_versions"] == max(0, failure["model_version_before"] - restored)
+    first_last = [restored + 1, failure["model_version_before"]]
+    assert failure["rolled_back"] == (first_last if failure["rolled_back_versions"] else [])
+    # The relaunched shard said what it restored: a dense model has no embedding rows.
+    assert failure["restored_rows"] == 0 and failure["restored_table_rows"] == {}
     assert report["parameter_servers"]["relaunched"] == 1
     # The recovery time is the real downtime: from the kill until the new PS answered (it
     # imports TensorFlow and restores its checkpoint first), not the time to spawn it.

@@ -57,7 +57,8 @@ def _log() -> EventLog:
             failure=True,
         )
     )
-    log.add(PSRecovered(T0 + 9.0, 0, 4.0, 0.01, restored_version=10, model_version_before=13))
+    rows = {"emb/b": 7, "emb/a": 5}
+    log.add(PSRecovered(T0 + 9.0, 0, 4.0, 0.01, 10, model_version_before=13, restored_rows=rows))
     log.add(LossReported(0.0, 3, 0.5))
     return log
 
@@ -75,6 +76,9 @@ def test_one_worker_death_feeds_every_section() -> None:
     assert (worker["id"], worker["relaunched_as"], worker["requeue_s"]) == (1, 2, 0.1)
     assert (ps["kind"], ps["at_s"], ps["requeue_s"], ps["relaunch_s"]) == ("hung", 5.0, None, 4.0)
     assert (ps["restored_version"], ps["rolled_back_versions"]) == (10, 3)
+    assert ps["rolled_back"] == [11, 13]  # the updates of versions 11..13 are gone
+    assert ps["restored_rows"] == 12
+    assert list(ps["restored_table_rows"].items()) == [("emb/a", 5), ("emb/b", 7)]
     assert views.recoveries_section(log) == [
         {"cause": "worker 1 killed", "seconds": 0.1, "tasks_requeued": 1},
         {"cause": "ps0 hung", "seconds": 4.0, "tasks_requeued": 0},

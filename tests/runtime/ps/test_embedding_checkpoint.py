@@ -19,7 +19,7 @@ from elasticdl.runtime.job_config import JobConfig
 from elasticdl.runtime.ps import checkpoint as ckpt
 from elasticdl.runtime.ps.checkpoint import CheckpointError
 from elasticdl.runtime.ps.client import PSClient
-from elasticdl.runtime.ps.embedding_table import TableSpec
+from elasticdl.runtime.ps.embedding_table import TableExport, TableSpec
 from elasticdl.runtime.ps.parameters import Parameters
 from elasticdl.runtime.ps.partition import embedding_shard
 from elasticdl.runtime.ps.servicer import serve, servicer_of, start_server
@@ -99,6 +99,45 @@ def test_tables_and_slots_survive_a_checkpoint_restored_into_another_num_ps(tmp_
     moved = lookups(two, "emb/user", ids)
     np.testing.assert_array_equal(lookups(restored, "emb/user", ids), moved)
     assert not np.array_equal(moved, lookups(shards_with_rows(2), "emb/user", ids))
+
+
+def test_a_table_with_rows_on_one_shard_only_restores(tmp_path):
+    """A two-value column's rows may all hash to one shard: the other shard's file holds the
+    table empty. Its slots are allocated from the start (so a row pulled but not yet updated
+    is checkpointed with its slots too), and the checkpoint merges and restores either way."""
+    directory = str(tmp_path)
+    ids = IDS[embedding_shard(IDS, 2) == 0][:5]
+    stores = []
+    for _ in range(2):
+        store = Parameters(lambda: keras.optimizers.Adam(0.01))
+        store.initialize({}, embedding_tables=TABLES)
+        stores.append(store)
+    grads = {"emb/user": (ids, np.ones((5, 4), np.float32))}
+    stores[0].push_gradients({}, 0, embedding_grads=grads)
+    stores[0].lookup("emb/item", ids)  # rows, no update yet
+    stores[1].push_gradients({}, 0)
+    for ps_id, store in enumerate(stores):
+        exports = store.state().embeddings
+        assert all(set(e.slots) == {"m", "v", "step"} for e in exports.values())
+        ckpt.save_shard(directory, 1, ps_id, 2, store.state(), "zoo.M")
+    assert ckpt.load_all(directory).embedding_rows == {"emb/user": 5, "emb/item": 5}
+
+    # a file written before slots came with the table: the empty shard has none
+    old = str(tmp_path / "old")
+    empty = stores[1].state()
+    empty.embeddings = {
+        n: TableExport(e.spec, e.ids[:0], e.rows[:0], {}) for n, e in empty.embeddings.items()
+    }
+    ckpt.save_shard(old, 1, 1, 2, empty, "zoo.M")
+    ckpt.save_shard(old, 1, 0, 2, stores[0].state(), "zoo.M")
+    for num_ps in (1, 2):
+        state = ckpt.shard_state(ckpt.load_all(old, 1, only=(0, num_ps)), 0, num_ps)
+        assert set(state.embeddings["emb/user"].slots) == {"m", "v", "step"}
+        restored = Parameters(lambda: keras.optimizers.Adam(0.01))
+        restored.restore(state, directory)
+        np.testing.assert_array_equal(
+            restored.lookup("emb/user", ids), stores[0].lookup("emb/user", ids)
+        )
 
 
 def test_a_shard_file_with_rows_of_another_shard_is_refused(tmp_path):

@@ -217,7 +217,7 @@ class ModelSpec:
 
 
 _MODULE_NAMES = {
-    "dataset_fn": ("dataset_fn", "input_fn"),
+    "dataset_fn": ("dataset_fn", "input_fn", "feed"),  # feed: ElasticDL's later name
     "loss": ("loss",),
     "optimizer": ("optimizer",),
     "eval_metrics_fn": ("eval_metrics_fn",),

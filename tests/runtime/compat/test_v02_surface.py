@@ -7,6 +7,7 @@ import importlib
 import keras
 import numpy as np
 import pytest
+from v02_zoo import COMMON
 
 from elasticdl.runtime.callbacks import CallbackError, EarlyStopper, EarlyStopping, job_callbacks
 from elasticdl.runtime.data.recordio import read_records, write_records
@@ -255,3 +256,57 @@ def test_scheduled_learning_rate_needs_a_numeric_rate():
     params.initialize({"w": np.ones(3, np.float32)})
     with pytest.raises(TypeError, match="learning rate is a number"):
         params.push_gradients({"w": np.ones(3, np.float32)}, 0)
+
+
+def test_early_stopping_ends_training_when_the_evaluations_stop_improving():
+    """The master's evaluation rounds (real servicer, task manager and round bookkeeping):
+    the second round without improvement (patience 1) ends training; evaluations go on."""
+    from elasticdl.runtime.master.events import EventLog
+    from elasticdl.runtime.master.servicer import MasterServicer
+    from elasticdl.runtime.master.task_state import TaskState
+    from elasticdl.runtime.master.training_plugin import Evaluations
+    from elasticdl.runtime.model_spec import EvalMetrics
+
+    config = TaskManagerConfig(records_per_task=10, num_epochs=5, shuffle=False)
+    tm = TaskManager(plan_shards([("train", 40)], 10), config)
+    servicer = MasterServicer(tm, hold_workers=True)
+    tasks = TaskState(servicer)
+    metrics = EvalMetrics(functions={"mse": lambda labels, predictions: None})
+    evaluations = Evaluations(plan_shards([("valid", 5)], 10), metrics, 2, 2, EventLog())
+    evaluations.stopper = EarlyStopper(EarlyStopping("mse", "min", 0.0, 1))
+    for version, mse in ((2, 1.0), (4, 0.5), (6, 0.5)):
+        assert tm.training_stopped == ""
+        servicer.stats.model_version = version
+        evaluations.on_pass(tasks)  # starts the round of this version
+        task = tm.get(1, float(version))
+        assert task.type == TaskType.EVALUATION
+        servicer.evaluations.report(task.lineage, {"fn/mse": np.array([5 * mse, 5.0])})
+        tm.report_result(1, task.task_id, "", float(version))
+        evaluations.on_pass(tasks)  # the round is complete: the rule sees mse
+    assert (
+        tm.training_stopped == "EarlyStopping: mse did not improve for 1 evaluation(s) (best 0.5)"
+    )
+    assert tm.get(1, 7.0) is None and tm.training_finished
+
+
+def test_a_job_refuses_an_unsupported_callback_before_starting_anything(tmp_path):
+    import elasticdl
+    from elasticdl.runtime.data import generate as gen
+
+    zoo = tmp_path / "zoo"
+    zoo.mkdir()
+    refused = "def callbacks():\n    return [tf.keras.callbacks.ModelCheckpoint('m.keras')]\n"
+    (zoo / "refused.py").write_text(f"{COMMON}\n\n{refused}")
+    gen.generate("regression", str(tmp_path / "data"), 64)
+    with pytest.raises(ValueError) as caught:
+        elasticdl.train(
+            model_zoo=str(zoo),
+            model_def="refused.custom_model",
+            data=str(tmp_path / "data"),
+            output=str(tmp_path / "out"),
+        )
+    assert str(caught.value) == (
+        "callbacks(): keras.src.callbacks.model_checkpoint.ModelCheckpoint is not supported in "
+        "an elastic job; use --checkpoint_steps N (checkpoints on the parameter servers)"
+    )
+    assert not (tmp_path / "out").exists()

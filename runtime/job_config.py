@@ -50,6 +50,7 @@ _RESOLVED_DEFAULTS = {
         ("prediction_dir", str, ""),
         ("keep_columns", tuple, ()),
         ("secret_file", str, ""),
+        ("versions_per_epoch", int, 0),
     ),
     frozen=True,
 )
@@ -59,9 +60,10 @@ class JobConfig:
     checkpoints), plus what the master resolves: the zoo (`model_zoo_root`, its URL and
     commit), `job_type` (train, predict or evaluate; predict and evaluate jobs have no PS),
     `prediction_dir` (predict: where workers write their parts) and `keep_columns` (predict:
-    input columns copied into each output row) and `secret_file` (the job's secret,
-    runtime/auth.py, relative to this file's directory). `JobConfig.from_options(options, ...)`
-    copies the fields an options object shares with it."""
+    input columns copied into each output row), `secret_file` (the job's secret,
+    runtime/auth.py, relative to this file's directory) and `versions_per_epoch` (train: the
+    model versions one epoch makes, for a learning rate scheduled by epoch).
+    `JobConfig.from_options(options, ...)` copies the fields an options object shares with it."""
 
     @classmethod
     def from_options(cls, options: Any, **resolved: Any) -> JobConfig:

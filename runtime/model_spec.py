@@ -134,6 +134,21 @@ class ModelSpec:
     def module_file(self) -> str:
         return str(getattr(self.module, "__file__", self.model_def))
 
+    def job_callbacks(self) -> Any:
+        """What the model file's `callbacks()` asks of the job (`runtime/callbacks.py`);
+        a CallbackError names a callback the job cannot honour."""
+        from elasticdl.runtime.callbacks import JobCallbacks, job_callbacks
+
+        found = self._pieces.get("callbacks")
+        if found is None:
+            return JobCallbacks()
+        return job_callbacks(found() if callable(found) else found)
+
+    @property
+    def custom_data_reader(self) -> Callable[..., Any] | None:
+        """The model file's `custom_data_reader(data_origin, records_per_task=None, **kwargs)`."""
+        return self._pieces.get("custom_data_reader")
+
     def instantiate(self, context: Mapping[str, Any] | None = None) -> ModelInstance:
         """Build the model and bind the dataset function, loss, optimizer and metrics to it."""
         if self.style == "spec":
@@ -202,7 +217,7 @@ class ModelSpec:
 
 
 _MODULE_NAMES = {
-    "dataset_fn": ("dataset_fn", "input_fn"),
+    "dataset_fn": ("dataset_fn", "input_fn", "feed"),  # feed: ElasticDL's later name
     "loss": ("loss",),
     "optimizer": ("optimizer",),
     "eval_metrics_fn": ("eval_metrics_fn",),

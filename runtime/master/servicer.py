@@ -71,6 +71,9 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         self.evaluations = EvaluationRounds()
         self._clock = clock
         self._live_workers: Callable[[], Collection[int]] | None = None
+        self.stop_at_version = 0
+        """A model file's MaxStepsStopping: no training task once the model version reached
+        it (checked as each task is handed out); 0: none."""
 
     def admit_workers(self, live: Callable[[], Collection[int]]) -> None:
         """Take worker calls only from the ids `live()` returns (the workers the job launched
@@ -88,6 +91,13 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     def get_task(self, request: pb.GetTaskRequest, context: grpc.ServicerContext) -> pb.Task:
         self._admit(request.worker_id, context)
         with self.lock:
+            version = self.stats.model_version
+            if self.stop_at_version and version >= self.stop_at_version:
+                self.tasks.stop_training(
+                    f"MaxStepsStopping: model version {version} reached max_steps "
+                    f"{self.stop_at_version}",
+                    self._clock(),
+                )
             task = self.tasks.get(request.worker_id, self._clock())
             if task is None:
                 if self.tasks.failure is not None or (self.tasks.finished and self._released):

@@ -242,6 +242,8 @@ class TaskManager:
         self.epochs: list[EpochStats] = []
         self.failure: str | None = None
         self.finished_tasks = 0
+        self.training_stopped = ""
+        """Why training ended before its last epoch (a model file's callback), or ""."""
         if not self._shards:
             raise ValueError("no records to process: the data has no records")
         self._plan_next_epoch()
@@ -301,7 +303,9 @@ class TaskManager:
         """The next task for `worker_id`, or None when nothing is left to hand out now."""
         if self.failure is not None:
             return None
-        if not any(t.type == TaskType.TRAINING for t in self._todo):
+        if self.training_stopped:
+            self._todo = deque(t for t in self._todo if t.type != TaskType.TRAINING)
+        elif not any(t.type == TaskType.TRAINING for t in self._todo):
             self._plan_next_epoch()
         if not self._todo:
             return None
@@ -525,6 +529,16 @@ class TaskManager:
         if running is None or running.worker_id != worker_id:
             return None
         return running.task.lineage
+
+    def stop_training(self, reason: str, now: float) -> None:
+        """End training before its last epoch: no training task is handed out from now on
+        (a requeued remainder neither); tasks in progress finish. Evaluations still run."""
+        if self.training_stopped:
+            return
+        self.training_stopped = reason
+        self._next_epoch = self.config.num_epochs
+        self._todo = deque(t for t in self._todo if t.type != TaskType.TRAINING)
+        self.events.append(Event("training_stopped", now, detail=reason))
 
     # -- job state -----------------------------------------------------------------------------
 

@@ -134,6 +134,11 @@ class TaskState:
         with self._lock:
             return self._tasks.progress_since(cursor)
 
+    def stop_training(self, reason: str, now: float) -> None:
+        """No more training tasks (a model file's EarlyStopping or MaxStepsStopping)."""
+        with self._lock:
+            self._tasks.stop_training(reason, now)
+
     # -- evaluation ------------------------------------------------------------------------------
 
     def model_version(self) -> int:

@@ -17,7 +17,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 import os
 import shutil
 import tempfile
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from elasticdl.runtime import auth
+from elasticdl.runtime.callbacks import CallbackError, EarlyStopper, JobCallbacks
 from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import plan_shards
@@ -118,6 +121,7 @@ class TrainingJob:
         self.ps_addrs: list[str] = []
         """The parameter servers' addresses, once `run()` started them."""
         self._journal: ProgressJournal | None = None
+        self._callbacks = JobCallbacks()
 
     # -- preparation ---------------------------------------------------------------------------
 
@@ -161,6 +165,8 @@ class TrainingJob:
         self._checkpoint_dir = checkpoint_dir
         sample = list(read_records(shards[0].file, 0, min(8, shards[0].num_records)))
         config = job_config(o, self.job_name, zoo, checkpoint_dir, init_dir)
+        config = dataclasses.replace(config, versions_per_epoch=_versions_per_epoch(shards, config))
+        self._callbacks = _checked_callbacks(spec, self._eval_metrics, bool(self._eval_shards))
         self._check_checkpoints(config, sample, shards[0].file)
         log.info(
             "job %s: %s (%s style) on %d record(s) in %d file(s), %d task(s)/epoch x %d epoch(s)",
@@ -274,8 +280,10 @@ class TrainingJob:
             scale_inbox=self.scale_inbox,
         )
         self.master_addr = master_addr
+        servicer.stop_at_version = self._callbacks.max_steps or 0
         progress = ProgressDisplay(task_manager.records_planned, o.num_epochs)
-        live = views.LiveViews(self.events, progress, work / "tensorboard")
+        tensorboard = Path(self._callbacks.tensorboard_dir or work / "tensorboard")
+        live = views.LiveViews(self.events, progress, tensorboard)
         error, status, training_s = "", "failed", 0.0
         ps_client = health = plugin = None
         try:
@@ -287,15 +295,18 @@ class TrainingJob:
                 ps_client = PSClient(supervisor.ps_addrs, credentials=credentials)
                 health = PSHealthMonitor(supervisor.ps_addrs, credentials=credentials)
                 health.start()
+                evaluations = Evaluations(
+                    self._eval_shards,
+                    self._eval_metrics,
+                    o.evaluation_steps,
+                    self._first_eval_version,
+                    self.events,
+                )
+                if self._callbacks.early_stopping is not None:
+                    evaluations.stopper = EarlyStopper(self._callbacks.early_stopping)
                 plugin = supervisor.plugin = TrainingPlugin(
                     self.events,
-                    Evaluations(
-                        self._eval_shards,
-                        self._eval_metrics,
-                        o.evaluation_steps,
-                        self._first_eval_version,
-                        self.events,
-                    ),
+                    evaluations,
                     live,
                     self._checkpoint_dir,
                     ps_client,
@@ -330,7 +341,7 @@ class TrainingJob:
                     tasks, "succeeded", "", training_s, supervisor, pulled.version
                 )
                 views.write(report, staged, work)
-                shutil.copytree(work / "tensorboard", staged / "tensorboard")
+                shutil.copytree(tensorboard, staged / "tensorboard")
                 write_trained_model(trained, staged)
                 publish(staged, o.output)
             except PublishError as err:
@@ -442,6 +453,32 @@ def job_config(
         checkpoint_dir=checkpoint_dir,
         checkpoint_dir_for_init=init_dir,
     )
+
+
+def _versions_per_epoch(shards: list[Any], config: JobConfig) -> int:
+    """The model versions one epoch makes: one per minibatch (async), one per
+    `grads_to_wait` minibatches (sync). For a learning rate scheduled by epoch."""
+    size = max(1, config.minibatch_size)
+    minibatches = sum(math.ceil(s.num_records / size) for s in shards)
+    per_version = 1 if config.use_async else max(1, config.grads_to_wait)
+    return max(1, minibatches // per_version)
+
+
+def _checked_callbacks(spec: Any, eval_metrics: Any, has_validation: bool) -> JobCallbacks:
+    """The model file's callbacks, checked before anything starts (one line if unusable)."""
+    callbacks = spec.job_callbacks()
+    names = eval_metrics.names if eval_metrics is not None else []
+    callbacks.check_metrics(names, has_validation)
+    if callbacks.lr_by_version or callbacks.lr_by_epoch:
+        import keras
+
+        optimizer = spec.instantiate().optimizer
+        if not isinstance(getattr(optimizer, "_learning_rate", None), keras.Variable):
+            raise CallbackError(
+                "callbacks(): a LearningRateScheduler needs optimizer() to return an optimizer "
+                "whose learning rate is a number (not a Keras schedule)"
+            )
+    return callbacks
 
 
 def _final_parameters(ps_client: Any) -> Any:

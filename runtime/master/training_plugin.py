@@ -46,6 +46,8 @@ class Evaluations:
         self._next = first_version
         self._final_started = False
         self._events = events
+        self.stopper: Any = None
+        """A model file's EarlyStopping (runtime/callbacks.EarlyStopper), or None."""
 
     def on_pass(self, tasks: TaskState) -> None:
         from elasticdl.runtime.metrics import compute
@@ -61,6 +63,10 @@ class Evaluations:
             now = time.monotonic()
             self._events.add(EvaluationDone(now, round_.version, metrics, now - round_.started_at))
             log.info("evaluation at model version %d: %s", round_.version, metrics)
+            reason = self.stopper.observe(metrics) if self.stopper is not None else None
+            if reason and not self._final_started:
+                log.info("%s: training stops at model version %d", reason, round_.version)
+                tasks.stop_training(reason, now)
 
     def done(self, tasks: TaskState) -> bool:
         """Training is over and so is the final evaluation (started here, once)."""

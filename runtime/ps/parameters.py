@@ -248,6 +248,7 @@ class Parameters:
         self._checkpoint_sink: Callable[[ShardState], None] | None = None
         self.embeddings = EmbeddingStore()
         self._base_lr: Any = None
+        self.learning_rate_at: Any = None  # a ScheduledLearningRate (ps/learning_rate.py)
 
     # -- read-only facts ------------------------------------------------------------------
     @property
@@ -541,6 +542,8 @@ class Parameters:
         lr_scale: float,
         sparse: SparseGrads | None = None,
     ) -> None:
+        if self.learning_rate_at is not None:
+            self.learning_rate_at.set(self._base_lr, self._version)
         if sparse:
             # the optimizer's learning rate now (before iterations move), times the push's scale
             sparse_lr = _current_learning_rate(self._base_lr, self._optimizer) * float(lr_scale)

@@ -307,8 +307,17 @@ def parameters_of(config: JobConfig) -> Parameters:
     The model spec is resolved now, so a bad config fails at startup rather than at the first
     push_model; the optimizer itself is created once, when the model arrives.
     """
+    from elasticdl.runtime.ps.learning_rate import ScheduledLearningRate
+
     spec = config.load_spec()
-    return Parameters(lambda: spec.instantiate().optimizer, policy_of(config))
+    parameters = Parameters(lambda: spec.instantiate().optimizer, policy_of(config))
+    callbacks = spec.job_callbacks()
+    if callbacks.lr_by_version or callbacks.lr_by_epoch:
+        per_epoch = config.versions_per_epoch
+        parameters.learning_rate_at = ScheduledLearningRate(
+            lambda version, initial: callbacks.learning_rate(version, per_epoch, initial)
+        )
+    return parameters
 
 
 def model_shapes(config: JobConfig) -> dict[str, tuple[int, ...]] | None:

@@ -193,7 +193,9 @@ def run(args: argparse.Namespace) -> int:
         from elasticdl.runtime.worker.predictor import Predictor
 
         engine = Predictor(config, worker_id)
-    readers = _Readers()
+    from elasticdl.runtime.worker.custom_reader import readers_for
+
+    readers: Any = readers_for(config) or _Readers()
     progress = _Progress(master)
     log.info("worker %d ready for %s (master %s)", worker_id, config.job_type, args.master_addr)
 

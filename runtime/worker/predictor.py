@@ -94,17 +94,30 @@ class Predictor:
     def process_outputs(self, predictions: Any, task: dict[str, Any]) -> None:
         """Hand one task's predictions to the zoo's PredictionOutputsProcessor, if any.
 
-        ElasticDL's contract `process(predictions, worker_id)` is kept; a `process` that also
+        ElasticDL's contract `process(predictions, worker_id)` is kept (the arrays also have
+        `.numpy()`, as v0.2's tensors did); a `process` that also
         takes `task` receives the task's part name and record range, so it can write
         idempotently (a retried task calls it again with the same part name).
         """
         if self._processor is None:
             return
+        predictions = tf.nest.map_structure(_with_numpy, predictions)
         process = self._processor.process
         if "task" in inspect.signature(process).parameters:
             process(predictions, self.worker_id, task=task)
         else:
             process(predictions, self.worker_id)
+
+
+class _Predictions(np.ndarray):
+    """A numpy array that also answers ElasticDL v0.2's `predictions.numpy()` (a tensor's)."""
+
+    def numpy(self) -> np.ndarray:
+        return np.asarray(self)
+
+
+def _with_numpy(value: Any) -> Any:
+    return np.asarray(value).view(_Predictions)
 
 
 def _processor_of(found: Any) -> Any:

@@ -9,6 +9,7 @@ models read them to normalize numbers and size hash buckets.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,14 @@ class NumericStats:
         }
 
 
+def _hash64(value: str | bytes) -> int:
+    """A 64-bit hash that is the same in every process: the same table gives the same
+    `schema.json` (Python's own `hash` of text is salted per process, so an estimate near a
+    model's threshold, such as `ps_embedding_min_distinct`, would change from run to run)."""
+    data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else bytes(value)
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
 @dataclass
 class TextStats:
     count: int = 0
@@ -68,9 +77,7 @@ class TextStats:
         self.min_length = min(lengths) if not self.count else min(self.min_length, min(lengths))
         self.max_length = max(self.max_length, max(lengths))
         self.count += len(values)
-        # Python's str/bytes hash is a keyed 64-bit SipHash: uniform within this process,
-        # which is all one sketch needs.
-        hashes = np.fromiter((hash(v) for v in values), np.int64, len(values)).view(np.uint64)
+        hashes = np.fromiter((_hash64(v) for v in values), np.uint64, len(values))
         index = (hashes >> np.uint64(64 - _HLL_BITS)).astype(np.intp)
         rest = (hashes << np.uint64(_HLL_BITS)) | np.uint64(1 << (_HLL_BITS - 1))
         # rank = leading zeros of `rest` + 1; `rest` is never 0 thanks to the sentinel bit.

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -299,3 +302,24 @@ def test_carried_columns_stay_beside_the_records_in_record_order(tmp_path):
     assert [json.loads(line) for line in carried] == [[i, None] for i in range(10) if i % 3]
     with pytest.raises(ConversionError, match="carried columns"):
         convert(f"sqlite:///{db}", "SELECT x FROM t", str(tmp_path / "o2"), carry=["id"])
+
+
+def test_distinct_count_estimate_is_the_same_in_every_process():
+    """schema.json is reproducible: a model's threshold near the estimate (such as
+    ps_embedding_min_distinct) decides the same way on every run."""
+    script = (
+        "from elasticdl.runtime.sql.column_stats import TextStats\n"
+        "s = TextStats(); s.update([f'item-{i:04d}' for i in range(300)] * 2)\n"
+        "print(s.to_dict()['distinct_estimate'])\n"
+    )
+    found = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in ("1", "2", "3")
+    }
+    assert len(found) == 1 and abs(int(found.pop()) - 300) <= 15, found

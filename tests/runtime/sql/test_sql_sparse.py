@@ -74,7 +74,7 @@ def test_a_high_cardinality_text_column_trains_on_the_ps_and_predicts_one_row_pe
     root = tmp_path / "models"
     trained = elasticdl.sql(
         "SELECT item, x, label FROM visits TRAIN classifier.DNN WITH hidden_units=[16], "
-        "learning_rate=0.05, ps_embedding_min_distinct=300, train.epochs=3, "
+        "learning_rate=0.05, ps_embedding_min_distinct=250, train.epochs=3, "
         "train.batch_size=64 INTO by_item",
         db=db,
         model_root=str(root),

@@ -4,8 +4,8 @@ SPEC is a comma-separated list of `TARGET:ACTION@TRIGGER=VALUE`:
 
     worker1:kill@tasks=3          SIGKILL worker 1 after it finished 3 tasks
     worker0:term@seconds=5        SIGTERM worker 0 five seconds after the job started
-    worker1:stop@tasks=1          SIGSTOP worker 1 while it holds a task (the task timeout must
-                                  catch it)
+    worker1:stop@tasks=1          SIGSTOP worker 1 as it is handed a task, once it finished
+                                  one (the task timeout must catch it)
     ps0:kill@seconds=20           SIGKILL parameter server 0
     ps0:kill@tasks=6              SIGKILL parameter server 0 once the workers finished 6 tasks
     worker0+worker1:kill@tasks=2  SIGKILL workers 0 and 1 together, once each finished 2 tasks
@@ -16,15 +16,20 @@ Each action fires once. `tasks=` counts the tasks the named worker finished (eve
 worker, for a group `worker0+worker1`: the group fires in one pass of the master's loop, when
 the last of them gets there). A parameter server and `worker:add`/`worker:remove` have no tasks
 of their own: for them `tasks=` counts the tasks all workers finished. Task triggers do not
-depend on how fast the machine is. A worker `stop` also waits until every named worker holds a
-task: a worker stopped between two tasks hangs with nothing to time out, and whether that
-happened would depend on the machine's timing.
+depend on how fast the machine is.
+
+A worker `stop` that is due is armed, not sent: it lands on each named worker as the master
+hands that worker its next task, inside the call (`Resizer.on_dispatch`). The worker then
+certainly holds a task it cannot have reported, so the task timeout has something to catch.
+Sent from the master's loop instead, it raced the worker's report of the task it was finishing:
+a worker stopped just after that report hangs holding nothing, and whether that happened
+depended on the machine's timing (CI caught it twice).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 _ITEM = re.compile(
@@ -58,6 +63,11 @@ class ChaosAction:
         target = "+".join(f"{self.role}{i}" for i in self.group) or self.role
         value = int(self.value) if self.value.is_integer() else self.value
         return f"{target}:{self.action}@{self.trigger}={value}"
+
+    @property
+    def lands_on_dispatch(self) -> bool:
+        """A worker `stop`: armed when due, sent as each worker is handed its next task."""
+        return self.action == "stop" and self.role == "worker"
 
     @property
     def counts_all_tasks(self) -> bool:
@@ -112,12 +122,10 @@ def due_actions(
     actions: list[ChaosAction],
     elapsed_s: float,
     tasks_done: Mapping[int, int],
-    holding: Collection[int] = (),
 ) -> list[ChaosAction]:
     """Actions whose trigger has come; each is marked fired and returned once.
 
-    `tasks_done` maps worker id -> tasks that worker finished (workers that are gone included);
-    `holding` the workers that hold a task now (a worker `stop` waits for them).
+    `tasks_done` maps worker id -> tasks that worker finished (workers that are gone included).
     """
     ready = []
     all_tasks = sum(tasks_done.values())
@@ -130,8 +138,6 @@ def due_actions(
             hit = all_tasks >= action.value
         else:
             hit = all(tasks_done.get(i, 0) >= action.value for i in action.group)
-        if hit and action.action == "stop" and action.role == "worker":
-            hit = all(i in holding for i in action.group)
         if hit:
             action.fired = True
             ready.append(action)

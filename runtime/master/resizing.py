@@ -1,15 +1,17 @@
 """Changes to a running job's workers that come from outside its exits: chaos and resizing.
 
 `Resizer.on_pass` fires the chaos actions that are due (chaos.py: signal instances, add or
-remove a worker) and applies the resize requests in the inbox (scaling.py: grow, or retire
-the newest workers), through the supervisor, which launches, signals and retires. Every
-action is an event in the job's log.
+remove a worker; a worker `stop` is armed and lands in `on_dispatch`) and applies the resize
+requests in the inbox (scaling.py: grow, or retire the newest workers), through the
+supervisor, which launches, signals and retires. Every action is an event in the job's log.
 """
 
 from __future__ import annotations
 
 import signal
+import threading
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from elasticdl.runtime.master.chaos import ChaosAction, due_actions
@@ -36,6 +38,13 @@ if TYPE_CHECKING:
 _SIGNALS = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "stop": signal.SIGSTOP}
 
 
+@dataclass
+class _ArmedStop:
+    action: ChaosAction
+    waiting: set[int]
+    delivered: list[int] = field(default_factory=list)
+
+
 class Resizer:
     def __init__(
         self, supervisor: Supervisor, chaos: list[ChaosAction], inbox: ScaleInbox | None
@@ -43,18 +52,47 @@ class Resizer:
         self._sup = supervisor
         self._chaos = chaos
         self._inbox = inbox
+        self._armed: dict[int, _ArmedStop] = {}
+        """Worker id -> the due `stop` waiting for that worker's next task (chaos.py)."""
+        self._armed_lock = threading.Lock()
 
-    def on_pass(self, tasks_done: dict[int, int], holders: set[int]) -> None:
-        self._fire_chaos(tasks_done, holders)
+    @property
+    def stops_on_dispatch(self) -> bool:
+        """True when the job's chaos has a worker `stop`: the servicer must call
+        `on_dispatch` as it hands out each task."""
+        return any(a.lands_on_dispatch for a in self._chaos)
+
+    def on_pass(self, tasks_done: dict[int, int]) -> None:
+        self._fire_chaos(tasks_done)
         if self._inbox is not None:
             self._apply_scale_requests(self._inbox)
 
-    def _fire_chaos(self, tasks_done: dict[int, int], holders: set[int]) -> None:
+    def on_dispatch(self, worker_id: int) -> None:
+        """Called by the servicer, under its lock, as it hands `worker_id` a task: an armed
+        `stop` for that worker lands now, before the worker has the task in hand."""
+        with self._armed_lock:
+            armed = self._armed.pop(worker_id, None)
+            if armed is None:
+                return
+            sent = self._sup.send(
+                Role.WORKER, worker_id, signal.SIGSTOP, Why.CHAOS, f"chaos {armed.action}"
+            )
+            armed.waiting.discard(worker_id)
+            if sent:
+                armed.delivered.append(worker_id)
+            if not armed.waiting:
+                self._fired(armed.action, Role.WORKER, armed.delivered, time.monotonic())
+
+    def _fire_chaos(self, tasks_done: dict[int, int]) -> None:
         sup = self._sup
         elapsed = time.monotonic() - sup.t0
-        for action in due_actions(self._chaos, elapsed, tasks_done, holders):
+        for action in due_actions(self._chaos, elapsed, tasks_done):
             now = time.monotonic()
-            if action.action == "add":
+            if action.lands_on_dispatch:
+                armed = _ArmedStop(action, set(action.group))
+                with self._armed_lock:
+                    self._armed.update({i: armed for i in action.group})
+            elif action.action == "add":
                 sup.target += 1
                 sup.launch_worker(WorkerAdded, chaos=str(action))
             elif action.action == "remove":
@@ -73,14 +111,17 @@ class Resizer:
                     for index in action.group
                     if sup.send(role, index, _SIGNALS[action.action], Why.CHAOS, f"chaos {action}")
                 ]
-                sup.events.add(
-                    ChaosFired(
-                        now,
-                        str(action),
-                        delivered=len(delivered) == len(action.group),
-                        to=tuple(f"{role}{i}" for i in delivered),
-                    )
-                )
+                self._fired(action, role, delivered, now)
+
+    def _fired(self, action: ChaosAction, role: Role, delivered: list[int], now: float) -> None:
+        self._sup.events.add(
+            ChaosFired(
+                now,
+                str(action),
+                delivered=len(delivered) == len(action.group),
+                to=tuple(f"{role}{i}" for i in delivered),
+            )
+        )
 
     def _apply_scale_requests(self, inbox: ScaleInbox) -> None:
         taken = inbox.take()

@@ -71,6 +71,8 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         self.evaluations = EvaluationRounds()
         self._clock = clock
         self._live_workers: Callable[[], Collection[int]] | None = None
+        self.dispatch_hook: Callable[[int], None] | None = None
+        """Called with the worker id as a task is handed out, under `lock` (chaos stops)."""
         self.stop_at_version = 0
         """A model file's MaxStepsStopping: no training task once the model version reached
         it (checked as each task is handed out); 0: none."""
@@ -99,6 +101,8 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
                     self._clock(),
                 )
             task = self.tasks.get(request.worker_id, self._clock())
+            if task is not None and self.dispatch_hook is not None:
+                self.dispatch_hook(request.worker_id)
             if task is None:
                 if self.tasks.failure is not None or (self.tasks.finished and self._released):
                     return NO_MORE_TASKS

@@ -153,6 +153,8 @@ class Supervisor:
         """Set once the job stops: no exit is relaunched any more."""
         self._recoveries: list[threading.Thread] = []
         self.resizer = Resizer(self, config.chaos, scale_inbox)
+        if self.resizer.stops_on_dispatch:
+            tasks.on_dispatch(self.resizer.on_dispatch)
 
     # -- launching -----------------------------------------------------------------------------
 
@@ -215,7 +217,7 @@ class Supervisor:
             if not self._ps_down():
                 for expired in self.tasks.expired(time.monotonic()):
                     self._on_timeout(expired.worker_id, expired.task_id, expired.timeout_s)
-            self.resizer.on_pass(self.tasks.tasks_done(), self.tasks.holders())
+            self.resizer.on_pass(self.tasks.tasks_done())
             self._check_min_workers()
         self.finish_recoveries()
 

@@ -10,7 +10,7 @@ into the log as typed events.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -76,10 +76,11 @@ class TaskState:
         with self._lock:
             return dict(self._stats.tasks_done)
 
-    def holders(self) -> set[int]:
-        """Workers holding a task now (a chaos `stop` waits for its worker to hold one)."""
+    def on_dispatch(self, hook: Callable[[int], None]) -> None:
+        """Call `hook(worker_id)` as each task is handed out, under the servicer's lock (a
+        chaos `stop` lands there: resizing.py)."""
         with self._lock:
-            return self._tasks.holders()
+            self._servicer.dispatch_hook = hook
 
     def doing(self, worker_id: int) -> list[Task]:
         with self._lock:

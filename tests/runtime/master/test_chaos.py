@@ -1,6 +1,11 @@
+import signal
+import time
+
 import pytest
 
 from elasticdl.runtime.master.chaos import ChaosSpecError, due_actions, parse_chaos
+from elasticdl.runtime.master.events import ChaosFired, EventLog
+from elasticdl.runtime.master.resizing import Resizer
 
 
 def test_parse_the_documented_examples():
@@ -74,11 +79,39 @@ def test_a_group_fires_together_once_every_member_got_there():
     assert due_actions(actions, 0.0, {0: 9, 2: 9}) == []
 
 
-def test_a_worker_stop_waits_until_the_worker_holds_a_task():
-    """Stopped between two tasks, a worker would hang with nothing for a task timeout to catch."""
+def test_a_worker_stop_is_due_like_any_action_and_lands_on_dispatch():
+    """Due, a worker `stop` is armed: the Resizer sends it as the worker is handed a task."""
     actions = parse_chaos("worker1:stop@tasks=1,worker0:kill@tasks=1")
-    fired = due_actions(actions, 0.0, {0: 1, 1: 1}, holding=set())
-    assert [str(a) for a in fired] == ["worker0:kill@tasks=1"]
-    assert due_actions(actions, 0.0, {0: 2, 1: 2}, holding={0}) == []
-    fired = due_actions(actions, 0.0, {0: 2, 1: 2}, holding={0, 1})
-    assert [str(a) for a in fired] == ["worker1:stop@tasks=1"]
+    assert [a.lands_on_dispatch for a in actions] == [True, False]
+    assert due_actions(actions, 0.0, {0: 0, 1: 0}) == []
+    fired = due_actions(actions, 0.0, {0: 1, 1: 1})
+    assert [str(a) for a in fired] == ["worker1:stop@tasks=1", "worker0:kill@tasks=1"]
+
+
+class _RecordingSupervisor:
+    """What the Resizer uses of a supervisor: the signals it sends, the events it logs."""
+
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+        self.sent: list[tuple[int, int]] = []
+        self.events = EventLog()
+
+    def send(self, role, index, sig, why, words) -> bool:
+        self.sent.append((index, sig))
+        return True
+
+
+def test_an_armed_stop_lands_on_each_worker_as_it_is_handed_a_task():
+    sup = _RecordingSupervisor()
+    resizer = Resizer(sup, parse_chaos("worker0+worker1:stop@tasks=1"), None)
+    assert resizer.stops_on_dispatch
+    resizer.on_dispatch(0)  # not due yet: nothing armed
+    resizer.on_pass({0: 1, 1: 1})
+    assert sup.sent == [] and sup.events.of(ChaosFired) == []
+    resizer.on_dispatch(1)
+    assert sup.sent == [(1, signal.SIGSTOP)] and sup.events.of(ChaosFired) == []
+    resizer.on_dispatch(1)  # once per worker
+    resizer.on_dispatch(0)
+    assert sup.sent == [(1, signal.SIGSTOP), (0, signal.SIGSTOP)]
+    (fired,) = sup.events.of(ChaosFired)
+    assert fired.delivered and fired.to == ("worker1", "worker0")

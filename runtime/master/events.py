@@ -242,6 +242,19 @@ class CheckpointFound(Event):
 
 
 @dataclass(frozen=True)
+class CheckpointFailed(Event):
+    """A PS could not write checkpoint `version` (seen by the master; checkpoint_health.py)."""
+
+    ps_id: int = 0
+    version: int = 0
+    error: str = ""
+    failed: int = 1
+    """Failed writes this event stands for (the master may see several at once)."""
+    failed_in_a_row: int = 0
+    KIND: ClassVar[str] = "checkpoint_failed"
+
+
+@dataclass(frozen=True)
 class JobStopped(Event):
     """The master was asked to stop (SIGTERM/SIGINT): workers told to finish, report written."""
 

@@ -22,6 +22,7 @@ from typing import Any
 from elasticdl.runtime.master.events import (
     ChaosFired,
     ChaosSkipped,
+    CheckpointFailed,
     CheckpointFound,
     EvaluationDone,
     EventLog,
@@ -239,6 +240,21 @@ def checkpoints_section(log: EventLog) -> list[dict[str, Any]]:
     return [{"version": e.version, "path": e.path} for e in log.of(CheckpointFound)]
 
 
+def checkpoint_failures_section(log: EventLog, t0: float) -> list[dict[str, Any]]:
+    """Failed checkpoint writes as the master saw them (one entry may stand for several)."""
+    return [
+        {
+            "ps_id": e.ps_id,
+            "version": e.version,
+            "failed": e.failed,
+            "failed_in_a_row": e.failed_in_a_row,
+            "error": e.error,
+            "at_s": _s(e.at, t0),
+        }
+        for e in log.of(CheckpointFailed)
+    ]
+
+
 def final_loss(loss: float) -> float | None:
     return loss if math.isfinite(loss) else None
 
@@ -264,6 +280,7 @@ def summary_line(report: dict[str, Any]) -> str:
         f"{workers.get('failed', 0)} failed, {workers.get('relaunched', 0)} relaunched, "
         f"{len(report.get('failures', []))} failure(s), "
         f"{len(report.get('checkpoints', []))} checkpoint(s), "
+        f"{_failed_writes(report)}"
         f"{report.get('throughput', {}).get('records_per_second', 0)} records/s"
     )
     resumed = report.get("resumed_from")
@@ -274,6 +291,11 @@ def summary_line(report: dict[str, Any]) -> str:
     if report.get("error"):
         text += f"; error: {report['error']}"
     return text
+
+
+def _failed_writes(report: dict[str, Any]) -> str:
+    failed = sum(f.get("failed", 1) for f in report.get("checkpoint_failures", []))
+    return f"{failed} checkpoint write(s) failed, " if failed else ""
 
 
 def _inference_summary(report: dict[str, Any]) -> str:

@@ -309,6 +309,7 @@ class TrainingJob:
             training_s = time.monotonic() - supervisor.t0
             supervisor.stop_workers(WORKERS_LEAVE_S)
             pulled = _final_parameters(ps_client)
+            plugin.final_checkpoint_check()
             staged = staging_dir()
             try:
                 evaluated = views.evaluation_section(self.events)
@@ -404,6 +405,7 @@ class TrainingJob:
             **shared,
             "parameter_servers": views.parameter_servers_section(self.events, o.num_ps),
             "checkpoints": views.checkpoints_section(self.events),
+            "checkpoint_failures": views.checkpoint_failures_section(self.events, supervisor.t0),
             "resumed_from": self._resumed_from,
             "model_version": max(counts["model_version"], final_version),
             "metrics": dict(evaluated[-1]["metrics"]) if evaluated else {},

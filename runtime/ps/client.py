@@ -323,6 +323,13 @@ class PSClient:
         responses = self._gather("get_applied_progress", [request] * self.num_ps)
         return {t: min(r.records_end.get(t, 0) for r in responses) for t in ids}
 
+    def checkpoint_health(self, flush_s: float = 0.0) -> list[pb.CheckpointHealth]:
+        """Each shard's checkpoint writes so far, after it waited up to `flush_s` seconds for
+        its queued ones (shard order)."""
+        request = pb.AppliedProgressRequest(flush_checkpoints_s=flush_s)
+        responses = self._gather("get_applied_progress", [request] * self.num_ps)
+        return [r.checkpoints for r in responses]
+
     def close(self) -> None:
         for channel in self._channels:
             channel.close()

@@ -255,6 +255,16 @@ class CheckpointFailed(Event):
 
 
 @dataclass(frozen=True)
+class LossDiverged(Event):
+    """The job's loss diverged (divergence.py): said in the report and the summary line."""
+
+    reason: str = ""
+    first_loss: float | None = None
+    final_loss: float | None = None
+    KIND: ClassVar[str] = "loss_diverged"
+
+
+@dataclass(frozen=True)
 class JobStopped(Event):
     """The master was asked to stop (SIGTERM/SIGINT): workers told to finish, report written."""
 

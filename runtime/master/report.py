@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from elasticdl.runtime.master.events import (
     EvaluationDone,
     EventLog,
     InstanceLost,
+    LossDiverged,
     LossReported,
     PSRecovered,
     Scaled,
@@ -255,6 +257,28 @@ def checkpoint_failures_section(log: EventLog, t0: float) -> list[dict[str, Any]
     ]
 
 
+def diverged_section(log: EventLog, nonfinite_records: int) -> dict[str, Any] | None:
+    """Whether the loss diverged (divergence.py), from the loss reports; the first time a
+    report is made it adds a `loss_diverged` event."""
+    from elasticdl.runtime.master.divergence import divergence
+
+    found = log.of(LossDiverged)
+    if not found:
+        points = sorted(log.of(LossReported), key=lambda e: e.model_version)
+        verdict = divergence([e.loss for e in points], nonfinite_records)
+        if verdict is None:
+            return None
+        found = [
+            log.add(
+                LossDiverged(
+                    time.monotonic(), verdict.reason, verdict.first_loss, verdict.final_loss
+                )
+            )
+        ]
+    e = found[0]
+    return {"reason": e.reason, "first_loss": _r(e.first_loss), "final_loss": _r(e.final_loss)}
+
+
 def final_loss(loss: float) -> float | None:
     return loss if math.isfinite(loss) else None
 
@@ -288,6 +312,8 @@ def summary_line(report: dict[str, Any]) -> str:
         text += f", resumed from model version {resumed['model_version']}"
     if report.get("final_loss") is not None:
         text += f", final loss {report['final_loss']:.4g}"
+    if report.get("diverged"):
+        text += f", DIVERGED: {report['diverged']['reason']}"
     if report.get("error"):
         text += f"; error: {report['error']}"
     return text

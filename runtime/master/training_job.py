@@ -401,6 +401,8 @@ class TrainingJob:
         self._find_checkpoints()
         counts = tasks.counts()
         o = self.options
+        # First: it may add its event to the log, which the shared sections list.
+        diverged = views.diverged_section(self.events, counts["records"]["skipped_nonfinite_loss"])
         shared = views.shared_sections(
             self.events,
             supervisor.t0,
@@ -429,6 +431,7 @@ class TrainingJob:
             "metrics": dict(evaluated[-1]["metrics"]) if evaluated else {},
             "evaluation": evaluated,
             "final_loss": views.final_loss(counts["last_loss"]),
+            "diverged": diverged,
         }
 
     def _find_checkpoints(self) -> None:

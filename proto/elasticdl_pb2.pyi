@@ -213,6 +213,18 @@ class ScaleWorkersResponse(_message.Message):
     pending: bool
     def __init__(self, accepted: _Optional[bool] = ..., message: _Optional[str] = ..., pending: _Optional[bool] = ...) -> None: ...
 
+class PSAddressesRequest(_message.Message):
+    __slots__ = ("worker_id",)
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    worker_id: int
+    def __init__(self, worker_id: _Optional[int] = ...) -> None: ...
+
+class PSAddresses(_message.Message):
+    __slots__ = ("addresses",)
+    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    addresses: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, addresses: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class PullDenseParametersRequest(_message.Message):
     __slots__ = ("version",)
     VERSION_FIELD_NUMBER: _ClassVar[int]

@@ -291,6 +291,7 @@ class TrainingJob:
             JobPlugin(),  # until the PS are up: the training plug-in needs their client
             scale_inbox=self.scale_inbox,
         )
+        servicer.serve_ps_addresses(lambda: list(supervisor.ps_addrs))
         self.master_addr = master_addr
         progress = ProgressDisplay(task_manager.records_planned, o.num_epochs)
         live = views.LiveViews(self.events, progress, work / "tensorboard")

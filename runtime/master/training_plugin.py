@@ -198,6 +198,7 @@ class TrainingPlugin(JobPlugin):
         self._serving.discard(ps_id)
         self._first_start.discard(ps_id)
         self._health.set_address(ps_id, address)
+        self._ps_client.set_address(ps_id, address)
 
     def unresponsive_ps(self, now: float) -> list[tuple[int, float]]:
         """PS that served since their start (see `_serving`) and then stopped answering probes.

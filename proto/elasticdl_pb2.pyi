@@ -213,6 +213,18 @@ class ScaleWorkersResponse(_message.Message):
     pending: bool
     def __init__(self, accepted: _Optional[bool] = ..., message: _Optional[str] = ..., pending: _Optional[bool] = ...) -> None: ...
 
+class PSAddressesRequest(_message.Message):
+    __slots__ = ("worker_id",)
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    worker_id: int
+    def __init__(self, worker_id: _Optional[int] = ...) -> None: ...
+
+class PSAddresses(_message.Message):
+    __slots__ = ("addresses",)
+    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    addresses: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, addresses: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class PullDenseParametersRequest(_message.Message):
     __slots__ = ("version",)
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -258,13 +270,31 @@ class PushGradientsResponse(_message.Message):
     def __init__(self, accepted: _Optional[bool] = ..., version: _Optional[int] = ...) -> None: ...
 
 class AppliedProgressRequest(_message.Message):
-    __slots__ = ("task_ids",)
+    __slots__ = ("task_ids", "flush_checkpoints_s")
     TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+    FLUSH_CHECKPOINTS_S_FIELD_NUMBER: _ClassVar[int]
     task_ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, task_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+    flush_checkpoints_s: float
+    def __init__(self, task_ids: _Optional[_Iterable[int]] = ..., flush_checkpoints_s: _Optional[float] = ...) -> None: ...
+
+class CheckpointHealth(_message.Message):
+    __slots__ = ("enabled", "written", "failed", "failed_in_a_row", "last_error", "last_failed_version")
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_IN_A_ROW_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    LAST_FAILED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    enabled: bool
+    written: int
+    failed: int
+    failed_in_a_row: int
+    last_error: str
+    last_failed_version: int
+    def __init__(self, enabled: _Optional[bool] = ..., written: _Optional[int] = ..., failed: _Optional[int] = ..., failed_in_a_row: _Optional[int] = ..., last_error: _Optional[str] = ..., last_failed_version: _Optional[int] = ...) -> None: ...
 
 class AppliedProgressResponse(_message.Message):
-    __slots__ = ("records_end",)
+    __slots__ = ("records_end", "checkpoints")
     class RecordsEndEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -273,8 +303,10 @@ class AppliedProgressResponse(_message.Message):
         value: int
         def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
     RECORDS_END_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
     records_end: _containers.ScalarMap[int, int]
-    def __init__(self, records_end: _Optional[_Mapping[int, int]] = ...) -> None: ...
+    checkpoints: CheckpointHealth
+    def __init__(self, records_end: _Optional[_Mapping[int, int]] = ..., checkpoints: _Optional[_Union[CheckpointHealth, _Mapping]] = ...) -> None: ...
 
 class PullEmbeddingVectorsRequest(_message.Message):
     __slots__ = ("name", "ids", "id_tensor")

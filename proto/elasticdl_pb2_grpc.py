@@ -64,6 +64,11 @@ class MasterStub:
                 request_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.ScaleWorkersRequest.SerializeToString,
                 response_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.ScaleWorkersResponse.FromString,
                 _registered_method=True)
+        self.get_ps_addresses = channel.unary_unary(
+                '/elasticdl.Master/get_ps_addresses',
+                request_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.PSAddressesRequest.SerializeToString,
+                response_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.PSAddresses.FromString,
+                _registered_method=True)
 
 
 class MasterServicer:
@@ -105,6 +110,12 @@ class MasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def get_ps_addresses(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -137,6 +148,11 @@ def add_MasterServicer_to_server(servicer, server):
                     servicer.scale_workers,
                     request_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.ScaleWorkersRequest.FromString,
                     response_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.ScaleWorkersResponse.SerializeToString,
+            ),
+            'get_ps_addresses': grpc.unary_unary_rpc_method_handler(
+                    servicer.get_ps_addresses,
+                    request_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.PSAddressesRequest.FromString,
+                    response_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.PSAddresses.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -301,6 +317,33 @@ class Master:
             '/elasticdl.Master/scale_workers',
             elasticdl_dot_proto_dot_elasticdl__pb2.ScaleWorkersRequest.SerializeToString,
             elasticdl_dot_proto_dot_elasticdl__pb2.ScaleWorkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def get_ps_addresses(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/elasticdl.Master/get_ps_addresses',
+            elasticdl_dot_proto_dot_elasticdl__pb2.PSAddressesRequest.SerializeToString,
+            elasticdl_dot_proto_dot_elasticdl__pb2.PSAddresses.FromString,
             options,
             channel_credentials,
             insecure,

@@ -102,6 +102,11 @@ def test_corrupt_file_is_a_clear_error(tmp_path):
         (("--chaos", "worker1:explode@tasks=1"), "--chaos: cannot parse"),
         (("--num_workers", "0"), "--num_workers must be >= 1"),
         (("--model_def", "mnist.nothing.Model"), "no module 'mnist.nothing'"),
+        # Right name, wrong type: the master builds the model before launching anything.
+        (
+            ("--params", "hidden_units='abc'", "--log_dir", "LOGS"),
+            "the model cannot be built on the first records of ",
+        ),
     ],
 )
 def test_train_bad_input_is_one_line(regression_dir, tmp_path, extra, fragment):
@@ -114,11 +119,13 @@ def test_train_bad_input_is_one_line(regression_dir, tmp_path, extra, fragment):
         "--output",
         str(tmp_path / "model"),
     ]
+    extra = tuple(str(tmp_path / "logs") if a == "LOGS" else a for a in extra)
     done = run_cli(*args, *extra, check=False)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0], done.stderr
     assert not (tmp_path / "model").exists()
+    assert not (tmp_path / "logs").exists()  # no process was started: none logged
 
 
 @pytest.mark.parametrize(

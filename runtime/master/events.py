@@ -245,6 +245,29 @@ class CheckpointFound(Event):
 
 
 @dataclass(frozen=True)
+class CheckpointFailed(Event):
+    """A PS could not write checkpoint `version` (seen by the master; checkpoint_health.py)."""
+
+    ps_id: int = 0
+    version: int = 0
+    error: str = ""
+    failed: int = 1
+    """Failed writes this event stands for (the master may see several at once)."""
+    failed_in_a_row: int = 0
+    KIND: ClassVar[str] = "checkpoint_failed"
+
+
+@dataclass(frozen=True)
+class LossDiverged(Event):
+    """The job's loss diverged (divergence.py): said in the report and the summary line."""
+
+    reason: str = ""
+    first_loss: float | None = None
+    final_loss: float | None = None
+    KIND: ClassVar[str] = "loss_diverged"
+
+
+@dataclass(frozen=True)
 class JobStopped(Event):
     """The master was asked to stop (SIGTERM/SIGINT): workers told to finish, report written."""
 

@@ -142,8 +142,9 @@ class LocalInstanceManager(InstanceManager):
 
     Each process runs `python -P -m elasticdl.runtime.{ps,worker}.main` with an argv list
     (no shell), logs to `<log_dir>/<role><index>.log`, and is reaped by a watcher thread so
-    an exit is reported the moment it happens. A relaunched PS keeps its port, so workers
-    reconnect to the same address. Each has a private TMPDIR, `<log_dir>/tmp/<role><index>`,
+    an exit is reported the moment it happens. A relaunched PS gets a fresh port (another
+    process may have taken its old one); the master tells running workers its new address
+    (`Master.get_ps_addresses`). Each has a private TMPDIR, `<log_dir>/tmp/<role><index>`,
     removed at shutdown: a killed TensorFlow process leaves its autograph files there.
     """
 
@@ -211,7 +212,11 @@ class LocalInstanceManager(InstanceManager):
         )
 
     def start_ps(self, ps_id: int) -> str:
-        port = self._ps_ports.setdefault(ps_id, free_port(self.host))
+        old = self._ps_ports.get(ps_id)
+        port = free_port(self.host)
+        while port == old:
+            port = free_port(self.host)
+        self._ps_ports[ps_id] = port
         self._spawn(Role.PS, ps_id, ["--ps_id", str(ps_id), "--port", str(port)])
         return host_port(self.host, port)
 

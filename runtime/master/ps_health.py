@@ -27,7 +27,11 @@ under a lock). Interface for the supervisor:
     monitor.down_since(ps_id)            # -> float | None: send time of its first failed probe
     monitor.set_address(ps_id, addr)     # after a relaunch (same or new address): restart
     monitor.wait_serving(addr, timeout_s)  # -> float: seconds until addr answers a probe
+    monitor.checkpoint_writes()          # -> {ps_id: (incarnation, ShardWrites)} from answers
     monitor.stop()
+
+A probe's answer also carries the PS's checkpoint-write counts (`CheckpointHealth`), kept per
+incarnation for checkpoint_health.py.
 
 Times are `time.monotonic()` seconds unless a `clock` is given.
 """
@@ -45,6 +49,7 @@ from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime import auth
 from elasticdl.runtime.job_config import GRPC_OPTIONS
+from elasticdl.runtime.master.checkpoint_health import ShardWrites
 
 TIMEOUT_S = 6.0
 INTERVAL_S = 1.0
@@ -155,6 +160,13 @@ class PSLiveness:
     def last_error(self, ps_id: int) -> str:
         return self._ps[ps_id].last_error
 
+    def generation(self, ps_id: int) -> int:
+        """The incarnation of PS `ps_id` (counts its (re)starts)."""
+        return self._ps[ps_id].generation
+
+    def is_current(self, probe: Probe) -> bool:
+        return self._current(probe) is not None
+
     def _current(self, probe: Probe) -> _PSState | None:
         state = self._ps[probe.ps_id]
         return state if probe.generation == state.generation else None
@@ -187,6 +199,7 @@ class PSHealthMonitor:
         self._stubs = [elasticdl_pb2_grpc.ParameterServerStub(c) for c in self._channels]
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._writes: dict[int, tuple[int, ShardWrites]] = {}
 
     def start(self) -> None:
         """Start probing; every PS counts as starting from now."""
@@ -232,6 +245,15 @@ class PSHealthMonitor:
     def down_since(self, ps_id: int) -> float | None:
         with self._lock:
             return self._core.down_since(ps_id)
+
+    def generation(self, ps_id: int) -> int:
+        with self._lock:
+            return self._core.generation(ps_id)
+
+    def checkpoint_writes(self) -> dict[int, tuple[int, ShardWrites]]:
+        """PS id -> (incarnation, its checkpoint writes) from the newest answered probes."""
+        with self._lock:
+            return dict(self._writes)
 
     def wait_serving(self, addr: str, timeout_s: float) -> float:
         """Seconds until the PS at `addr` answers a probe; TimeoutError after `timeout_s`."""
@@ -283,7 +305,33 @@ class PSHealthMonitor:
             with self._lock:
                 if error:
                     self._core.failed(probe, error)
-                else:
-                    self._core.answered(probe)
+                    return
+                self._core.answered(probe)
+                health = future.result().checkpoints
+                if health.enabled and self._core.is_current(probe):
+                    writes = writes_of(health)
+                    known = self._writes.get(probe.ps_id)
+                    # Counts only grow within an incarnation: a late answer does not go back.
+                    if (
+                        known is None
+                        or known[0] != probe.generation
+                        or _total(known[1]) <= _total(writes)
+                    ):
+                        self._writes[probe.ps_id] = (probe.generation, writes)
 
         call.add_done_callback(done)
+
+
+def writes_of(health: pb.CheckpointHealth) -> ShardWrites:
+    """The pure `ShardWrites` of a PS's `CheckpointHealth` answer."""
+    return ShardWrites(
+        written=health.written,
+        failed=health.failed,
+        failed_in_a_row=health.failed_in_a_row,
+        last_error=health.last_error,
+        last_failed_version=health.last_failed_version,
+    )
+
+
+def _total(writes: ShardWrites) -> int:
+    return writes.written + writes.failed

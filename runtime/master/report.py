@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,12 @@ from typing import Any
 from elasticdl.runtime.master.events import (
     ChaosFired,
     ChaosSkipped,
+    CheckpointFailed,
     CheckpointFound,
     EvaluationDone,
     EventLog,
     InstanceLost,
+    LossDiverged,
     LossReported,
     PSRecovered,
     Scaled,
@@ -249,6 +252,43 @@ def checkpoints_section(log: EventLog) -> list[dict[str, Any]]:
     return [{"version": e.version, "path": e.path} for e in log.of(CheckpointFound)]
 
 
+def checkpoint_failures_section(log: EventLog, t0: float) -> list[dict[str, Any]]:
+    """Failed checkpoint writes as the master saw them (one entry may stand for several)."""
+    return [
+        {
+            "ps_id": e.ps_id,
+            "version": e.version,
+            "failed": e.failed,
+            "failed_in_a_row": e.failed_in_a_row,
+            "error": e.error,
+            "at_s": _s(e.at, t0),
+        }
+        for e in log.of(CheckpointFailed)
+    ]
+
+
+def diverged_section(log: EventLog, nonfinite_records: int) -> dict[str, Any] | None:
+    """Whether the loss diverged (divergence.py), from the loss reports; the first time a
+    report is made it adds a `loss_diverged` event."""
+    from elasticdl.runtime.master.divergence import divergence
+
+    found = log.of(LossDiverged)
+    if not found:
+        points = sorted(log.of(LossReported), key=lambda e: e.model_version)
+        verdict = divergence([e.loss for e in points], nonfinite_records)
+        if verdict is None:
+            return None
+        found = [
+            log.add(
+                LossDiverged(
+                    time.monotonic(), verdict.reason, verdict.first_loss, verdict.final_loss
+                )
+            )
+        ]
+    e = found[0]
+    return {"reason": e.reason, "first_loss": _r(e.first_loss), "final_loss": _r(e.final_loss)}
+
+
 def final_loss(loss: float) -> float | None:
     return loss if math.isfinite(loss) else None
 
@@ -274,6 +314,7 @@ def summary_line(report: dict[str, Any]) -> str:
         f"{workers.get('failed', 0)} failed, {workers.get('relaunched', 0)} relaunched, "
         f"{len(report.get('failures', []))} failure(s), "
         f"{len(report.get('checkpoints', []))} checkpoint(s), "
+        f"{_failed_writes(report)}"
         f"{report.get('throughput', {}).get('records_per_second', 0)} records/s"
     )
     resumed = report.get("resumed_from")
@@ -281,9 +322,16 @@ def summary_line(report: dict[str, Any]) -> str:
         text += f", resumed from model version {resumed['model_version']}"
     if report.get("final_loss") is not None:
         text += f", final loss {report['final_loss']:.4g}"
+    if report.get("diverged"):
+        text += f", DIVERGED: {report['diverged']['reason']}"
     if report.get("error"):
         text += f"; error: {report['error']}"
     return text
+
+
+def _failed_writes(report: dict[str, Any]) -> str:
+    failed = sum(f.get("failed", 1) for f in report.get("checkpoint_failures", []))
+    return f"{failed} checkpoint write(s) failed, " if failed else ""
 
 
 def _inference_summary(report: dict[str, Any]) -> str:

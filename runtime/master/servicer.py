@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
 
@@ -76,11 +76,22 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         self.stop_at_version = 0
         """A model file's MaxStepsStopping: no training task once the model version reached
         it (checked as each task is handed out); 0: none."""
+        self._ps_addresses: Callable[[], Sequence[str]] = list
 
     def admit_workers(self, live: Callable[[], Collection[int]]) -> None:
         """Take worker calls only from the ids `live()` returns (the workers the job launched
         and that are alive); others are refused with PERMISSION_DENIED. Unset: any id."""
         self._live_workers = live
+
+    def serve_ps_addresses(self, current: Callable[[], Sequence[str]]) -> None:
+        """Answer `get_ps_addresses` with `current()` (a relaunched PS may have moved)."""
+        self._ps_addresses = current
+
+    def get_ps_addresses(
+        self, request: pb.PSAddressesRequest, context: grpc.ServicerContext
+    ) -> pb.PSAddresses:
+        self._admit(request.worker_id, context)
+        return pb.PSAddresses(addresses=list(self._ps_addresses()))
 
     def _admit(self, worker_id: int, context: grpc.ServicerContext) -> None:
         live = self._live_workers

@@ -93,7 +93,8 @@ class JobPlugin:
         return 0.0
 
     def ps_started(self, ps_id: int, address: str) -> None:
-        """PS `ps_id` was (re)started at `address` (liveness probes start over)."""
+        """PS `ps_id` was (re)started at `address`, maybe a new one (liveness probes start
+        over; the master's own calls go there)."""
 
     def restored(self, ps_id: int) -> tuple[int, dict[str, int]] | None:
         """What serving PS `ps_id` restored at its start, as it says: (checkpoint version, -1
@@ -408,6 +409,7 @@ class Supervisor:
         started = time.monotonic()
         address = self.manager.start_ps(index)
         spawn_s = time.monotonic() - started
+        self.ps_addrs[index] = address  # new workers start with it; running ones ask for it
         self.plugin.ps_started(index, address)
         thread = threading.Thread(
             target=self._await_ps,

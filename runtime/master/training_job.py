@@ -3,7 +3,8 @@
 `TrainingJob.run()` is the whole life of a job:
 
 1. check the inputs (model definition and params, data, output location, the checkpoint to
-   start from) before starting any process, so bad input fails in seconds with one clear line;
+   start from) and build the model once on the first records, before starting any process, so
+   bad input fails in seconds with one clear line;
 2. serve the Master gRPC service; the supervisor (supervisor.py) starts the parameter servers
    and the workers and watches them, with the training plug-in (training_plugin.py): PS
    progress and recovery from checkpoints, evaluation, progress display and TensorBoard;
@@ -167,7 +168,8 @@ class TrainingJob:
         config = job_config(o, self.job_name, zoo, checkpoint_dir, init_dir)
         config = dataclasses.replace(config, versions_per_epoch=_versions_per_epoch(shards, config))
         self._callbacks = _checked_callbacks(spec, self._eval_metrics, bool(self._eval_shards))
-        self._check_checkpoints(config, sample, shards[0].file)
+        instance = self._build_model(config, sample, shards[0].file)
+        self._check_checkpoints(config, instance)
         log.info(
             "job %s: %s (%s style) on %d record(s) in %d file(s), %d task(s)/epoch x %d epoch(s)",
             self.job_name,
@@ -212,18 +214,34 @@ class TrainingJob:
             plan, point.from_version if point else -1, point.resumed if point else None
         )
 
-    def _check_checkpoints(self, config: JobConfig, sample: list[bytes], file: str) -> None:
+    def _build_model(self, config: JobConfig, sample: list[bytes], file: str) -> Any:
+        """Build the model once on the first records, as every worker will, before starting
+        anything: a param of the right name and a wrong type (`hidden_units='abc'`) fails here
+        in one line instead of in every worker launched. Returns the built instance."""
+        from elasticdl.runtime.data.metadata import DatasetMetadata
+        from elasticdl.runtime.model_build import build_model
+
+        o = self.options
+        try:
+            instance = config.load_spec().instantiate()
+            build_model(instance, sample, metadata=DatasetMetadata.for_file(file, sample[0]))
+        except Exception as err:  # noqa: BLE001 - user code: any error is the model's
+            text = str(err).strip().splitlines()
+            detail = f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+            params = f" with --params {o.params!r}" if o.params else ""
+            raise ValueError(
+                f"--model_def {o.model_def}{params}: the model cannot be built on the first "
+                f"records of {file}: {detail} (check the params' values and types)"
+            ) from None
+        return instance
+
+    def _check_checkpoints(self, config: JobConfig, instance: Any) -> None:
         """Fail before starting anything if --checkpoint_dir_for_init does not fit the model."""
         if not config.checkpoint_dir_for_init:
             return
-        from elasticdl.runtime.model_build import build_model
         from elasticdl.runtime.ps import checkpoint
         from elasticdl.runtime.variables import named_variables
 
-        instance = config.load_spec().instantiate()
-        from elasticdl.runtime.data.metadata import DatasetMetadata
-
-        build_model(instance, sample, metadata=DatasetMetadata.for_file(file, sample[0]))
         trainable, state = named_variables(instance.model)
         shapes = {name: tuple(v.shape) for name, v in {**trainable, **state}.items()}
         version = checkpoint.check_directory(
@@ -279,6 +297,7 @@ class TrainingJob:
             JobPlugin(),  # until the PS are up: the training plug-in needs their client
             scale_inbox=self.scale_inbox,
         )
+        servicer.serve_ps_addresses(lambda: list(supervisor.ps_addrs))
         self.master_addr = master_addr
         servicer.stop_at_version = self._callbacks.max_steps or 0
         progress = ProgressDisplay(task_manager.records_planned, o.num_epochs)
@@ -320,6 +339,7 @@ class TrainingJob:
             training_s = time.monotonic() - supervisor.t0
             supervisor.stop_workers(WORKERS_LEAVE_S)
             pulled = _final_parameters(ps_client)
+            plugin.final_checkpoint_check()
             staged = staging_dir()
             try:
                 evaluated = views.evaluation_section(self.events)
@@ -393,6 +413,8 @@ class TrainingJob:
         self._find_checkpoints()
         counts = tasks.counts()
         o = self.options
+        # First: it may add its event to the log, which the shared sections list.
+        diverged = views.diverged_section(self.events, counts["records"]["skipped_nonfinite_loss"])
         shared = views.shared_sections(
             self.events,
             supervisor.t0,
@@ -415,11 +437,13 @@ class TrainingJob:
             **shared,
             "parameter_servers": views.parameter_servers_section(self.events, o.num_ps),
             "checkpoints": views.checkpoints_section(self.events),
+            "checkpoint_failures": views.checkpoint_failures_section(self.events, supervisor.t0),
             "resumed_from": self._resumed_from,
             "model_version": max(counts["model_version"], final_version),
             "metrics": dict(evaluated[-1]["metrics"]) if evaluated else {},
             "evaluation": evaluated,
             "final_loss": views.final_loss(counts["last_loss"]),
+            "diverged": diverged,
         }
 
     def _find_checkpoints(self) -> None:

@@ -6,6 +6,9 @@
   checkpoint, and its downtime lasts until it answers a probe again;
 * the data plan's progress is journaled beside the checkpoints each pass
   (progress_journal.py), so a resumed job trains only what its checkpoint lacks;
+* failed checkpoint writes, which the PS report in their probe answers, become
+  `checkpoint_failed` events; checkpoint_health.py decides whether they fail the job (during
+  the run, and once more at the end after the PS finished their queued writes);
 * evaluation rounds start every --evaluation_steps model versions and once at the end; the
   job is done when every training task and the final evaluation are;
 * each pass moves task events and loss reports into the log and refreshes the progress
@@ -19,12 +22,19 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from elasticdl.runtime.master.events import EvaluationDone, EvaluationStarted, EventLog
+from elasticdl.runtime.master import checkpoint_health
+from elasticdl.runtime.master.events import (
+    CheckpointFailed,
+    EvaluationDone,
+    EvaluationStarted,
+    EventLog,
+)
 from elasticdl.runtime.master.exits import Role
 from elasticdl.runtime.master.progress_journal import ProgressJournal
 from elasticdl.runtime.master.ps_health import PSHealthMonitor
 from elasticdl.runtime.master.report import LiveViews
 from elasticdl.runtime.master.supervisor import JobPlugin
+from elasticdl.runtime.master.task_manager import JobFailed
 from elasticdl.runtime.master.task_state import TaskState
 
 if TYPE_CHECKING:
@@ -109,6 +119,8 @@ class TrainingPlugin(JobPlugin):
         """PS known to have served since their (re)start: a probe answered, a relaunch seen
         serving, or (first starts) the model version advanced, which takes every PS's push."""
         self._first_start = set(range(num_ps))
+        self._writes_seen: dict[tuple[int, int], int] = {}
+        """(PS id, incarnation) -> failed checkpoint writes already in the event log."""
 
     def journal_progress(self, tasks: TaskState) -> None:
         """Append the progress since the last call to the journal beside the checkpoints."""
@@ -130,9 +142,53 @@ class TrainingPlugin(JobPlugin):
             self._serving |= self._first_start
             self._first_start.clear()
         self._evaluations.on_pass(tasks)
+        self._check_checkpoints(self._health.checkpoint_writes(), at_end=False)
         self.journal_progress(tasks)
         tasks.drain_events(self._events)
         self._views.update(tasks.snapshot(), len(supervisor.manager.alive(Role.WORKER)))
+
+    def final_checkpoint_check(self, flush_s: float = 30.0) -> None:
+        """At the end: let every PS finish its queued checkpoint writes (up to `flush_s`),
+        then record and judge how they went (JobFailed by checkpoint_health's rule)."""
+        if not self._checkpoint_dir:
+            return
+        from elasticdl.runtime.master.ps_health import writes_of
+        from elasticdl.runtime.ps.client import PSError
+
+        try:
+            answers = self._ps_client.checkpoint_health(flush_s)
+        except PSError as err:  # the probes' answers stand
+            log.warning("could not ask the parameter servers about checkpoints: %s", err)
+            answers = []
+        writes = {
+            ps_id: (self._health.generation(ps_id), writes_of(health))
+            for ps_id, health in enumerate(answers)
+            if health.enabled
+        }
+        self._check_checkpoints(writes, at_end=True)
+
+    def _check_checkpoints(
+        self, writes: dict[int, tuple[int, checkpoint_health.ShardWrites]], at_end: bool
+    ) -> None:
+        now = time.monotonic()
+        for ps_id, (generation, shard) in sorted(writes.items()):
+            seen = self._writes_seen.get((ps_id, generation), 0)
+            if shard.failed > seen:
+                self._writes_seen[(ps_id, generation)] = shard.failed
+                self._events.add(
+                    CheckpointFailed(
+                        now,
+                        ps_id,
+                        shard.last_failed_version,
+                        shard.last_error,
+                        shard.failed - seen,
+                        shard.failed_in_a_row,
+                    )
+                )
+                log.warning("parameter server %d: %s", ps_id, shard.last_error)
+        reason = checkpoint_health.verdict({i: w for i, (_, w) in writes.items()}, at_end)
+        if reason is not None:
+            raise JobFailed(reason)
 
     def latest_checkpoint(self) -> int | None:
         from elasticdl.runtime.ps import checkpoint
@@ -148,6 +204,7 @@ class TrainingPlugin(JobPlugin):
         self._serving.discard(ps_id)
         self._first_start.discard(ps_id)
         self._health.set_address(ps_id, address)
+        self._ps_client.set_address(ps_id, address)
 
     def restored(self, ps_id: int) -> tuple[int, dict[str, int]] | None:
         try:

@@ -66,6 +66,11 @@ class CheckpointError(RuntimeError):
     """A checkpoint is missing, incomplete, corrupt or belongs to another model (one line)."""
 
 
+class CheckpointWriteError(CheckpointError):
+    """A shard file could not be written (a full disk, no permission): one line naming the
+    path and the cause."""
+
+
 @dataclass
 class ShardState:
     """Everything one PS shard needs to resume: values, optimizer state and progress.
@@ -225,7 +230,9 @@ def save_shard(
 ) -> str:
     """Write shard `ps_id` of `num_ps` of checkpoint `version` atomically; returns its path.
 
-    Rewriting an existing shard file replaces it whole.
+    Rewriting an existing shard file replaces it whole. A write that fails (a full disk)
+    raises CheckpointWriteError, one line naming the shard file and the cause, and leaves
+    neither its temporary file nor a version folder it left empty.
     """
     if not 0 <= ps_id < num_ps:
         raise ValueError(f"ps_id must be in [0, {num_ps}), got {ps_id}")
@@ -234,26 +241,50 @@ def save_shard(
     folder = posixpath.join(root, version_dirname(version))
     final = posixpath.join(folder, shard_filename(ps_id, num_ps))
     temp = f"{final}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    fs.makedirs(folder, exist_ok=True)
     try:
-        if isinstance(fs, LocalFileSystem):
-            with open(temp, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, final)
-            _fsync_dir(folder)
-        else:
-            with fs.open(temp, "wb") as out:
-                out.write(data)
-            fs.mv(temp, final)
-    except BaseException:
+        for attempt in (1, 2):
+            fs.makedirs(folder, exist_ok=True)
+            try:
+                _write_file(fs, temp, final, folder, data)
+                break
+            except FileNotFoundError:
+                if attempt == 2:  # another shard's clean-up removed the empty folder: once more
+                    raise
+    except BaseException as error:
         try:
             fs.rm(temp)
         except (OSError, FileNotFoundError):
             pass
+        _remove_if_empty(fs, folder)
+        if isinstance(error, OSError):
+            cause = error.strerror or str(error) or type(error).__name__
+            raise CheckpointWriteError(f"cannot write checkpoint {final}: {cause}") from error
         raise
     return final
+
+
+def _write_file(fs: Any, temp: str, final: str, folder: str, data: bytes) -> None:
+    if isinstance(fs, LocalFileSystem):
+        with open(temp, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, final)
+        _fsync_dir(folder)
+    else:
+        with fs.open(temp, "wb") as out:
+            out.write(data)
+        fs.mv(temp, final)
+
+
+def _remove_if_empty(fs: Any, folder: str) -> None:
+    """Remove a version folder that holds nothing (a failed write's, or pruned)."""
+    if _listing(fs, folder):
+        return
+    try:
+        fs.rmdir(folder)
+    except (OSError, NotImplementedError):
+        pass  # another shard removed it, or wrote into it meanwhile
 
 
 def _fsync_dir(path: str) -> None:
@@ -520,8 +551,8 @@ def prune(directory: str, ps_id: int, num_ps: int, keep: int) -> list[int]:
 
     Also removes this shard's leftover temporary files anywhere and, from shard 0, files that
     another num_ps left in those old versions. A version directory left empty is removed (by
-    whichever shard empties it). `keep` <= 0 keeps everything. Returns the versions this call
-    removed files from.
+    whichever shard empties it), and so is any empty one found (a failed write's). `keep` <= 0
+    keeps everything. Returns the versions this call removed files from.
     """
     if keep <= 0:
         return []
@@ -549,11 +580,8 @@ def prune(directory: str, ps_id: int, num_ps: int, keep: int) -> list[int]:
                 pass
         if cutoff is not None and version < cutoff:
             pruned.append(version)
-            if not _listing(fs, folder):
-                try:
-                    fs.rmdir(folder)
-                except (OSError, NotImplementedError):
-                    pass  # another shard removed it, or wrote into it meanwhile
+        if not names or doomed:
+            _remove_if_empty(fs, folder)
     return pruned
 
 
@@ -569,7 +597,10 @@ class CheckpointWriter:
 
     `submit` queues a state (captured by the caller) and returns at once, unless `max_pending`
     states already wait: then it blocks until one is written (back-pressure instead of unbounded
-    memory). A failed write is logged and counted in `failures`; training goes on.
+    memory). A failed write is logged in one line (the shard file and the cause) and counted:
+    `failures` in all, `failed_in_a_row` since the last written one, `last_error` and
+    `last_failed_version`; training goes on (the master reads these through the liveness
+    probe's answer and decides, runtime/master/checkpoint_health.py).
     """
 
     def __init__(
@@ -588,6 +619,9 @@ class CheckpointWriter:
         self.model_def = model_def
         self.written: list[int] = []
         self.failures = 0
+        self.failed_in_a_row = 0
+        self.last_error = ""
+        self.last_failed_version = -1
         self.last_write_s = 0.0
         self._queue: queue.Queue[ShardState | None] = queue.Queue(max_pending)
         self._idle = threading.Condition()
@@ -629,14 +663,18 @@ class CheckpointWriter:
         while (state := self._queue.get()) is not None:
             try:
                 self.write(state)
-            except Exception:  # noqa: BLE001 - a failed checkpoint must not stop training
+                self.failed_in_a_row = 0
+            except Exception as error:  # noqa: BLE001 - a failed checkpoint must not stop training
+                if not isinstance(error, CheckpointError):
+                    error = CheckpointWriteError(
+                        f"cannot write checkpoint version {state.version} to {self.directory}: "
+                        f"{type(error).__name__}: {error}"
+                    )
                 self.failures += 1
-                _log.exception(
-                    "parameter server %d: checkpoint of version %d to %s failed",
-                    self.ps_id,
-                    state.version,
-                    self.directory,
-                )
+                self.failed_in_a_row += 1
+                self.last_error = str(error)
+                self.last_failed_version = state.version
+                _log.error("parameter server %d: %s", self.ps_id, error)
             finally:
                 with self._idle:
                     self._outstanding -= 1
@@ -655,4 +693,7 @@ class CheckpointWriter:
             self.directory,
             self.last_write_s,
         )
-        prune(self.directory, self.ps_id, self.num_ps, self.keep)
+        try:
+            prune(self.directory, self.ps_id, self.num_ps, self.keep)
+        except Exception as error:  # noqa: BLE001 - the version is written; pruning retries
+            _log.warning("parameter server %d: pruning %s: %s", self.ps_id, self.directory, error)

@@ -23,6 +23,12 @@ sums them (reducing first only saves bytes). `describe_embedding_tables()` and
 `read_embedding_table(name)` give every table's spec, row counts and all rows (for exports);
 `pull_all()` adds every table's rows to the dense values as `embedding:<table>:ids`/`:rows`.
 
+Relaunched shards: a parameter server relaunched after a failure may listen on a new address
+(its old port may have been taken). With `resolve` (a callable giving the shards' current
+addresses; a worker asks the master, `Master.get_ps_addresses`), `wait_ready` re-points shards
+whose address changed and waits until every shard answers a call at its current address;
+`set_address` re-points one shard.
+
 Pulled values are read-only NumPy views of the response bytes: assign them to variables (which
 copies) or copy them before mutating. Errors: `PSUnavailableError` when a shard cannot be
 reached (UNAVAILABLE or past the deadline), `PSError` for any other refusal; both name the
@@ -32,7 +38,7 @@ shard and its address.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +63,8 @@ CHANNEL_OPTIONS = [
     ("grpc.min_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 1000),
 ]
+RESOLVE_PROBE_S = 2.0
+"""With `resolve`, how long `wait_ready` gives a shard to answer before asking again."""
 _UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 
 
@@ -116,14 +124,28 @@ class PSClient:
         addresses: Sequence[str],
         timeout_s: float = DEFAULT_TIMEOUT_S,
         credentials: auth.JobAuth | None = None,
+        resolve: Callable[[], Sequence[str]] | None = None,
     ) -> None:
-        """`credentials`: the job's (runtime/auth.py); every call then carries its secret."""
+        """`credentials`: the job's (runtime/auth.py); every call then carries its secret.
+        `resolve`: the shards' current addresses (see the module docstring)."""
         if not addresses:
             raise ValueError("PSClient needs at least one parameter server address")
         self.addresses = list(addresses)
         self.timeout_s = timeout_s
+        self._credentials = credentials
+        self._resolve = resolve
         self._channels = [auth.channel(a, credentials, CHANNEL_OPTIONS) for a in self.addresses]
         self._stubs = [elasticdl_pb2_grpc.ParameterServerStub(c) for c in self._channels]
+
+    def set_address(self, shard: int, address: str) -> None:
+        """Shard `shard` now listens at `address` (a relaunch): later calls go there."""
+        if address == self.addresses[shard]:
+            return
+        old = self._channels[shard]
+        self._channels[shard] = auth.channel(address, self._credentials, CHANNEL_OPTIONS)
+        self._stubs[shard] = elasticdl_pb2_grpc.ParameterServerStub(self._channels[shard])
+        self.addresses[shard] = address
+        old.close()
 
     @property
     def num_ps(self) -> int:
@@ -139,7 +161,11 @@ class PSClient:
     # -- calls ----------------------------------------------------------------------------
     def wait_ready(self, timeout_s: float) -> None:
         """Block until every shard's channel connects; PSUnavailableError names the first
-        shard that did not within `timeout_s` (all shards wait concurrently)."""
+        shard that did not within `timeout_s` (all shards wait concurrently). With `resolve`,
+        until every shard answers at its current address (see the module docstring)."""
+        if self._resolve is not None:
+            self._wait_resolved(timeout_s)
+            return
         ready = [grpc.channel_ready_future(c) for c in self._channels]
         deadline = time.monotonic() + timeout_s
         try:
@@ -155,6 +181,45 @@ class PSClient:
         finally:
             for future in ready:
                 future.cancel()
+
+    def _wait_resolved(self, timeout_s: float) -> None:
+        """Ask for the shards' addresses, re-point those that moved, and probe every shard
+        (a short call); again until all answer or `timeout_s` passes."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._re_resolve()
+            left = deadline - time.monotonic()
+            calls = [
+                stub.get_applied_progress.future(
+                    pb.AppliedProgressRequest(), timeout=max(0.01, min(RESOLVE_PROBE_S, left))
+                )
+                for stub in self._stubs
+            ]
+            silent = []
+            for shard, call in enumerate(calls):
+                try:
+                    call.result()
+                except grpc.RpcError:
+                    silent.append(shard)
+            if not silent:
+                return
+            if time.monotonic() >= deadline:
+                shard = silent[0]
+                raise PSUnavailableError(
+                    shard, self.addresses[shard], f"not reachable within {timeout_s:g} s"
+                )
+            time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+
+    def _re_resolve(self) -> None:
+        assert self._resolve is not None
+        try:
+            current = list(self._resolve())
+        except Exception:  # noqa: BLE001 - the master is busy or gone: keep the known addresses
+            return
+        if len(current) != self.num_ps:
+            return
+        for shard, address in enumerate(current):
+            self.set_address(shard, address)
 
     def pull_all(self, embeddings: bool = True) -> PullResult:
         """Every value from every shard, whatever the caller holds (`pull(None)`), and (with
@@ -325,6 +390,13 @@ class PSClient:
         request = pb.AppliedProgressRequest(task_ids=ids)
         responses = self._gather("get_applied_progress", [request] * self.num_ps)
         return {t: min(r.records_end.get(t, 0) for r in responses) for t in ids}
+
+    def checkpoint_health(self, flush_s: float = 0.0) -> list[pb.CheckpointHealth]:
+        """Each shard's checkpoint writes so far, after it waited up to `flush_s` seconds for
+        its queued ones (shard order)."""
+        request = pb.AppliedProgressRequest(flush_checkpoints_s=flush_s)
+        responses = self._gather("get_applied_progress", [request] * self.num_ps)
+        return [r.checkpoints for r in responses]
 
     def close(self) -> None:
         for channel in self._channels:

@@ -206,8 +206,23 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
     def get_applied_progress(
         self, request: pb.AppliedProgressRequest, context: grpc.ServicerContext
     ) -> pb.AppliedProgressResponse:
+        """Applied records per task, and how this shard's checkpoint writes went (after
+        waiting up to `flush_checkpoints_s` for the queued ones)."""
+        writer = self.writer
+        if writer is not None and request.flush_checkpoints_s > 0:
+            writer.flush(request.flush_checkpoints_s)
         progress = self.parameters.applied_progress(request.task_ids)
-        return pb.AppliedProgressResponse(records_end=progress)
+        health = pb.CheckpointHealth()
+        if writer is not None:
+            health = pb.CheckpointHealth(
+                enabled=True,
+                written=len(writer.written),
+                failed=writer.failures,
+                failed_in_a_row=writer.failed_in_a_row,
+                last_error=writer.last_error,
+                last_failed_version=writer.last_failed_version,
+            )
+        return pb.AppliedProgressResponse(records_end=progress, checkpoints=health)
 
     # -- helpers --------------------------------------------------------------------------
     def _who(self) -> str:

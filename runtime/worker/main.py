@@ -186,7 +186,11 @@ def run(args: argparse.Namespace) -> int:
         from elasticdl.runtime.ps.client import PSClient
         from elasticdl.runtime.worker.trainer import Trainer
 
-        ps = PSClient(args.ps_addrs.split(","), credentials=credentials)
+        def ps_addresses() -> list[str]:  # a relaunched PS may listen elsewhere
+            request = pb.PSAddressesRequest(worker_id=worker_id)
+            return list(master.get_ps_addresses(request, timeout=10).addresses)
+
+        ps = PSClient(args.ps_addrs.split(","), credentials=credentials, resolve=ps_addresses)
         ps.wait_ready(timeout_s=120)
         engine: Any = Trainer(config, ps, worker_id)
     else:

@@ -239,13 +239,26 @@ def optimizer(lr=0.01):
 """
 
 
+def test_a_model_that_cannot_be_built_fails_before_anything_starts(tmp_path, regression_data):
+    zoo = tmp_path / "zoo"
+    zoo.mkdir()
+    (zoo / "failing.py").write_text(FAILING_ZOO)
+    with pytest.raises(ValueError, match="cannot be built .* broken on purpose"):
+        elasticdl.train(
+            model_zoo=str(zoo),
+            model_def="failing.custom_model",
+            dataset_fn="failing.raising_dataset_fn",
+            data=str(regression_data),
+            output=str(tmp_path / "model"),
+            log_dir=str(tmp_path / "logs"),
+        )
+    assert not (tmp_path / "model").exists() and not (tmp_path / "logs").exists()
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
-    [
-        ({"dataset_fn": "failing.raising_dataset_fn"}, "broken on purpose"),
-        ({"loss": "failing.nan_loss"}, "NaN or infinite"),
-    ],
-    ids=["dataset_fn_raises", "nan_loss"],
+    [({"loss": "failing.nan_loss"}, "NaN or infinite")],
+    ids=["nan_loss"],
 )
 def test_user_code_failures_fail_the_job_clearly(tmp_path, regression_data, override, message):
     zoo = tmp_path / "zoo"

@@ -157,6 +157,37 @@ def test_prune_keeps_the_newest_valid_versions_and_removes_emptied_directories(t
     ]
 
 
+def test_prune_removes_empty_version_folders(tmp_path):
+    write_version(str(tmp_path), 3, num_ps=1)
+    (tmp_path / "version-000000000001").mkdir()  # a failed write's, say
+    (tmp_path / "version-000000000007").mkdir()
+    ckpt.prune(str(tmp_path), 0, 1, keep=3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["version-000000000003"]
+
+
+def test_a_failed_write_is_one_line_counted_and_a_later_write_resets_the_run(tmp_path, caplog):
+    blocker = tmp_path / "blocker"
+    blocker.write_bytes(b"a file where the checkpoint folder should be")
+    directory = str(blocker / "ckpt")
+    writer = ckpt.CheckpointWriter(directory, 0, 1, keep=2)
+    with caplog.at_level(logging.ERROR, logger=ckpt.__name__):
+        writer.submit(synthetic_state(1, 0, 1))
+        writer.submit(synthetic_state(2, 0, 1))
+        assert writer.flush(30)
+    assert (writer.failures, writer.failed_in_a_row, writer.last_failed_version) == (2, 2, 2)
+    shard = f"{directory}/version-000000000002/ps-0-of-1.npz"
+    assert writer.last_error.startswith(f"cannot write checkpoint {shard}: "), writer.last_error
+    assert "\n" not in writer.last_error
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors[-1] == f"parameter server 0: {writer.last_error}"
+    assert all(r.exc_info is None for r in caplog.records)  # no traceback
+    blocker.unlink()
+    writer.submit(synthetic_state(3, 0, 1))
+    assert writer.flush(30) and writer.close(30)
+    assert (writer.failures, writer.failed_in_a_row, writer.written) == (2, 0, [3])
+    assert ckpt.valid_versions(directory) == [3]
+
+
 def test_missing_or_corrupt_checkpoints_are_clear_errors(tmp_path):
     empty = str(tmp_path / "empty")
     with pytest.raises(CheckpointError, match=f"no valid checkpoint in {empty} .no version-"):

@@ -23,6 +23,11 @@ sums them (reducing first only saves bytes). `describe_embedding_tables()` and
 `read_embedding_table(name)` give every table's spec, row counts and all rows (for exports);
 `pull_all()` adds every table's rows to the dense values as `embedding:<table>:ids`/`:rows`.
 
+`push_gradients(..., return_parameters=True)` makes the push also the pull: shards whose
+version moved answer with their values (`PushResult.values`); `push_gradients_future` sends
+without waiting (`PendingPush.result()`). Gradients go on the wire straight from the arrays'
+buffers and answers are parsed without copying their tensors (runtime/ps/wire.py).
+
 Pulled values are read-only NumPy views of the response bytes: assign them to variables (which
 copies) or copy them before mutating. Errors: `PSUnavailableError` when a shard cannot be
 reached (UNAVAILABLE or past the deadline), `PSError` for any other refusal; both name the
@@ -33,7 +38,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
@@ -45,7 +50,8 @@ from elasticdl.runtime import auth
 from elasticdl.runtime.job_config import GRPC_OPTIONS
 from elasticdl.runtime.ps.embedding_table import TableSpec, take_rows
 from elasticdl.runtime.ps.partition import embedding_shard, ps_of
-from elasticdl.runtime.tensor_codec import decode, decode_all, encode
+from elasticdl.runtime.ps.wire import parse_with_tensors, serialize_with_tensors
+from elasticdl.runtime.tensor_codec import decode, encode
 
 DEFAULT_TIMEOUT_S = 60.0
 EMBEDDING_PREFIX = "embedding:"  # pull_all's keys of table rows: embedding:<table>:ids / :rows
@@ -58,6 +64,12 @@ CHANNEL_OPTIONS = [
     ("grpc.max_reconnect_backoff_ms", 1000),
 ]
 _UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+_SERVICE = "/elasticdl.ParameterServer"
+_GRADIENTS_FIELD = pb.PushGradientsRequest.DESCRIPTOR.fields_by_name["gradients"].number
+_PARAMETERS_FIELD = pb.PushGradientsResponse.DESCRIPTOR.fields_by_name["dense_parameters"].number
+assert _PARAMETERS_FIELD == (
+    pb.PullDenseParametersResponse.DESCRIPTOR.fields_by_name["dense_parameters"].number
+)
 
 
 class PSError(RuntimeError):
@@ -97,11 +109,17 @@ class PullResult:
 @dataclass(frozen=True)
 class PushResult:
     """What `PSClient.push_gradients` got: `accepted` is True only when every shard accepted;
-    `shard_accepted[i]` and `versions[i]` are per shard."""
+    `shard_accepted[i]` and `versions[i]` are per shard. With `return_parameters`: `values`
+    (merged, read-only arrays) from the shards in `updated`, those whose version after the push
+    differs from the one the gradients were computed on (a pull's answer, see `PullResult`).
+    `staleness[i]`: how many versions behind shard i applied the push (async)."""
 
     accepted: bool
     shard_accepted: list[bool]
     versions: list[int]
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    updated: list[int] = field(default_factory=list)
+    staleness: list[int] = field(default_factory=list)
 
     @property
     def accepted_all(self) -> bool:
@@ -124,6 +142,25 @@ class PSClient:
         self.timeout_s = timeout_s
         self._channels = [auth.channel(a, credentials, CHANNEL_OPTIONS) for a in self.addresses]
         self._stubs = [elasticdl_pb2_grpc.ParameterServerStub(c) for c in self._channels]
+        # The tensor-heavy calls skip protobuf's copies of tensor bytes (runtime/ps/wire.py).
+        self._fast = {
+            "push_gradients": [
+                c.unary_unary(
+                    f"{_SERVICE}/push_gradients",
+                    request_serializer=None,
+                    response_deserializer=_push_answer,
+                )
+                for c in self._channels
+            ],
+            "pull_dense_parameters": [
+                c.unary_unary(
+                    f"{_SERVICE}/pull_dense_parameters",
+                    request_serializer=pb.PullDenseParametersRequest.SerializeToString,
+                    response_deserializer=_pull_answer,
+                )
+                for c in self._channels
+            ],
+        }
 
     @property
     def num_ps(self) -> int:
@@ -198,12 +235,14 @@ class PSClient:
         for all; None or -1: everything)."""
         known = self._per_shard(-1 if versions is None else versions)
         requests = [pb.PullDenseParametersRequest(version=v) for v in known]
-        responses = self._gather("pull_dense_parameters", requests)
+        answers = self._gather("pull_dense_parameters", requests)
         values: dict[str, np.ndarray] = {}
         updated = []
-        for shard, response in enumerate(responses):
-            if response.dense_parameters:
-                values.update(decode_all(response.dense_parameters))
+        responses = []
+        for shard, (response, tensors) in enumerate(answers):
+            responses.append(response)
+            if tensors:
+                values.update(tensors)
                 updated.append(shard)
         return PullResult(
             initialized=all(r.initialized for r in responses),
@@ -223,30 +262,61 @@ class PSClient:
         lr_scale: float = 1.0,
         worker_id: int = 0,
         embedding_grads: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+        return_parameters: bool = False,
     ) -> PushResult:
         """Send each shard its gradients (computed on `versions`, per shard or one for all),
         its rows of `embedding_grads` (table -> (ids, values)) and its non-trainable values;
-        `records_end` of `task_id` counts once applied."""
+        `records_end` of `task_id` counts once applied. `return_parameters`: shards whose
+        version moved answer with their values (the push is also a pull)."""
+        return self.push_gradients_future(
+            gradients,
+            versions,
+            task_id=task_id,
+            records_end=records_end,
+            non_trainable=non_trainable,
+            lr_scale=lr_scale,
+            worker_id=worker_id,
+            embedding_grads=embedding_grads,
+            return_parameters=return_parameters,
+        ).result()
+
+    def push_gradients_future(
+        self,
+        gradients: Mapping[str, np.ndarray],
+        versions: Sequence[int] | int,
+        *,
+        task_id: int = 0,
+        records_end: int = 0,
+        non_trainable: Mapping[str, np.ndarray] | None = None,
+        lr_scale: float = 1.0,
+        worker_id: int = 0,
+        embedding_grads: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+        return_parameters: bool = False,
+    ) -> PendingPush:
+        """`push_gradients` without waiting: the requests are encoded and sent now, the
+        answers gathered by `PendingPush.result()` (which raises the call's PSError)."""
         known = self._per_shard(versions)
         grad_parts = self.split(gradients)
         state_parts = self.split(non_trainable or {})
         sparse_parts = self._split_sparse(embedding_grads or {})
         requests = [
-            pb.PushGradientsRequest(
-                worker_id=worker_id,
-                version=known[shard],
-                gradients=[encode(n, g) for n, g in grad_parts[shard].items()],
-                learning_rate_scale=lr_scale,
-                task_id=task_id,
-                records_end=records_end,
-                non_trainable=[encode(n, v) for n, v in state_parts[shard].items()],
-                embedding_gradients=sparse_parts[shard],
+            serialize_with_tensors(
+                pb.PushGradientsRequest(
+                    worker_id=worker_id,
+                    version=known[shard],
+                    learning_rate_scale=lr_scale,
+                    task_id=task_id,
+                    records_end=records_end,
+                    non_trainable=[encode(n, v) for n, v in state_parts[shard].items()],
+                    embedding_gradients=sparse_parts[shard],
+                    return_parameters=return_parameters,
+                ),
+                _GRADIENTS_FIELD,
+                grad_parts[shard],
             )
             for shard in range(self.num_ps)
         ]
-        responses = self._gather("push_gradients", requests)
-        accepted = [r.accepted for r in responses]
-        return PushResult(all(accepted), accepted, [r.version for r in responses])
+        return PendingPush(self, self._send("push_gradients", requests))
 
     def pull_embedding_vectors(self, name: str, ids: np.ndarray) -> np.ndarray:
         """Rows (float32, (len(ids), dim)) of table `name` in the order of `ids` (int64,
@@ -370,11 +440,23 @@ class PSClient:
         self, method: str, requests: list[Any], shards: Sequence[int] | None = None
     ) -> list[Any]:
         """Call `method` on `shards` (default: all, in order) with `requests`, in parallel."""
+        return self._collect(self._send(method, requests, shards))
+
+    def _send(
+        self, method: str, requests: list[Any], shards: Sequence[int] | None = None
+    ) -> tuple[str, list[int], list[Any]]:
         shards = list(range(self.num_ps)) if shards is None else list(shards)
+        fast = self._fast.get(method)
         calls = [
-            getattr(self._stubs[shard], method).future(request, timeout=self.timeout_s)
+            (fast[shard] if fast else getattr(self._stubs[shard], method)).future(
+                request, timeout=self.timeout_s
+            )
             for shard, request in zip(shards, requests, strict=True)
         ]
+        return method, shards, calls
+
+    def _collect(self, sent: tuple[str, list[int], list[Any]]) -> list[Any]:
+        method, shards, calls = sent
         responses = []
         failure: PSError | None = None
         for shard, call in zip(shards, calls, strict=True):
@@ -393,6 +475,48 @@ class PSClient:
         if failure is not None:
             raise failure
         return responses
+
+
+class PendingPush:
+    """A push on its way (`PSClient.push_gradients_future`); `result()` waits for it once."""
+
+    def __init__(self, client: PSClient, sent: tuple[str, list[int], list[Any]]) -> None:
+        self._client = client
+        self._sent = sent
+        self._result: PushResult | None = None
+
+    def done(self) -> bool:
+        return self._result is not None or all(call.done() for call in self._sent[2])
+
+    def result(self) -> PushResult:
+        if self._result is None:
+            answers = self._client._collect(self._sent)
+            values: dict[str, np.ndarray] = {}
+            updated = []
+            responses = []
+            for shard, (response, tensors) in enumerate(answers):
+                responses.append(response)
+                if tensors:
+                    values.update(tensors)
+                    updated.append(shard)
+            accepted = [r.accepted for r in responses]
+            self._result = PushResult(
+                all(accepted),
+                accepted,
+                [r.version for r in responses],
+                values,
+                updated,
+                [int(r.staleness) for r in responses],
+            )
+        return self._result
+
+
+def _push_answer(data: bytes) -> tuple[pb.PushGradientsResponse, dict[str, np.ndarray]]:
+    return parse_with_tensors(data, pb.PushGradientsResponse, _PARAMETERS_FIELD)
+
+
+def _pull_answer(data: bytes) -> tuple[pb.PullDenseParametersResponse, dict[str, np.ndarray]]:
+    return parse_with_tensors(data, pb.PullDenseParametersResponse, _PARAMETERS_FIELD)
 
 
 def table_info(spec: Any) -> pb.EmbeddingTableInfo:

@@ -262,6 +262,7 @@ def timed_job_class() -> type:
         cpu_marks: list[tuple[float, dict[str, float]]]
 
         def _prepare(self) -> Any:
+            self._t0 = time.monotonic()  # the job's own start time lives in its supervisor now
             config, tasks, sample, work = super()._prepare()
             self.timeline = []
             self.cpu_marks = []

@@ -242,7 +242,7 @@ class PullDenseParametersResponse(_message.Message):
     def __init__(self, initialized: _Optional[bool] = ..., version: _Optional[int] = ..., dense_parameters: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ...) -> None: ...
 
 class PushGradientsRequest(_message.Message):
-    __slots__ = ("worker_id", "version", "gradients", "learning_rate_scale", "task_id", "records_end", "non_trainable", "embedding_gradients")
+    __slots__ = ("worker_id", "version", "gradients", "learning_rate_scale", "task_id", "records_end", "non_trainable", "embedding_gradients", "return_parameters")
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     GRADIENTS_FIELD_NUMBER: _ClassVar[int]
@@ -251,6 +251,7 @@ class PushGradientsRequest(_message.Message):
     RECORDS_END_FIELD_NUMBER: _ClassVar[int]
     NON_TRAINABLE_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_GRADIENTS_FIELD_NUMBER: _ClassVar[int]
+    RETURN_PARAMETERS_FIELD_NUMBER: _ClassVar[int]
     worker_id: int
     version: int
     gradients: _containers.RepeatedCompositeFieldContainer[Tensor]
@@ -259,15 +260,22 @@ class PushGradientsRequest(_message.Message):
     records_end: int
     non_trainable: _containers.RepeatedCompositeFieldContainer[Tensor]
     embedding_gradients: _containers.RepeatedCompositeFieldContainer[EmbeddingSlices]
-    def __init__(self, worker_id: _Optional[int] = ..., version: _Optional[int] = ..., gradients: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., learning_rate_scale: _Optional[float] = ..., task_id: _Optional[int] = ..., records_end: _Optional[int] = ..., non_trainable: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., embedding_gradients: _Optional[_Iterable[_Union[EmbeddingSlices, _Mapping]]] = ...) -> None: ...
+    return_parameters: bool
+    def __init__(self, worker_id: _Optional[int] = ..., version: _Optional[int] = ..., gradients: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., learning_rate_scale: _Optional[float] = ..., task_id: _Optional[int] = ..., records_end: _Optional[int] = ..., non_trainable: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., embedding_gradients: _Optional[_Iterable[_Union[EmbeddingSlices, _Mapping]]] = ..., return_parameters: _Optional[bool] = ...) -> None: ...
 
 class PushGradientsResponse(_message.Message):
-    __slots__ = ("accepted", "version")
+    __slots__ = ("accepted", "version", "dense_parameters", "staleness", "applied_lr_scale")
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    DENSE_PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    STALENESS_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_LR_SCALE_FIELD_NUMBER: _ClassVar[int]
     accepted: bool
     version: int
-    def __init__(self, accepted: _Optional[bool] = ..., version: _Optional[int] = ...) -> None: ...
+    dense_parameters: _containers.RepeatedCompositeFieldContainer[Tensor]
+    staleness: int
+    applied_lr_scale: float
+    def __init__(self, accepted: _Optional[bool] = ..., version: _Optional[int] = ..., dense_parameters: _Optional[_Iterable[_Union[Tensor, _Mapping]]] = ..., staleness: _Optional[int] = ..., applied_lr_scale: _Optional[float] = ...) -> None: ...
 
 class AppliedProgressRequest(_message.Message):
     __slots__ = ("task_ids", "flush_checkpoints_s")

@@ -587,6 +587,15 @@ TRAIN: tuple[Option, ...] = (
         False,
         takes=_JOB_CONFIG,
     ),
+    Option(
+        "staleness_tolerance",
+        "async: a push up to this many model versions behind is applied at the full learning "
+        "rate, an older one at rate x tolerance / staleness (0: always the full rate)",
+        int,
+        4,
+        minimum=0,
+        takes=_JOB_CONFIG,
+    ),
     Option("seed", "random seed of the data order and the model", int, 0, takes=_JOB_CONFIG),
     Option("shuffle", "shuffle the tasks of each epoch", bool, True, takes=_JOB_CONFIG),
     _TLS_DIR,

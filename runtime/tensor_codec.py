@@ -26,13 +26,18 @@ _TO_PROTO = {
 _FROM_PROTO = {code: dtype.newbyteorder("<") for dtype, code in _TO_PROTO.items()}
 
 
+def wire_dtype(name: str, array: np.ndarray) -> int:
+    """The proto DataType of `array` (TypeError naming the tensor when it has none)."""
+    try:
+        return _TO_PROTO[array.dtype.newbyteorder("=")]
+    except KeyError:
+        raise TypeError(f"tensor {name!r}: dtype {array.dtype} cannot go on the wire") from None
+
+
 def encode(name: str, array: np.ndarray, indices: np.ndarray | None = None) -> pb.Tensor:
     """One array (and, for a sparse gradient, its row indices) as a Tensor message."""
     array = np.asarray(array)
-    try:
-        dtype = _TO_PROTO[array.dtype.newbyteorder("=")]
-    except KeyError:
-        raise TypeError(f"tensor {name!r}: dtype {array.dtype} cannot go on the wire") from None
+    dtype = wire_dtype(name, array)
     tensor = pb.Tensor(
         name=name,
         dtype=dtype,
@@ -44,14 +49,15 @@ def encode(name: str, array: np.ndarray, indices: np.ndarray | None = None) -> p
     return tensor
 
 
-def decode(tensor: pb.Tensor) -> np.ndarray:
-    """The array of a Tensor message (a read-only view of its bytes)."""
+def decode(tensor: pb.Tensor, content: bytes | memoryview | None = None) -> np.ndarray:
+    """The array of a Tensor message (a read-only view of its bytes, or of `content` when
+    given: the message's content held elsewhere, see runtime/ps/wire.py)."""
     try:
         dtype = _FROM_PROTO[tensor.dtype]
     except KeyError:
         raise ValueError(f"tensor {tensor.name!r}: unknown dtype {tensor.dtype}") from None
     shape = tuple(tensor.dims)
-    array = np.frombuffer(tensor.content, dtype=dtype)
+    array = np.frombuffer(tensor.content if content is None else content, dtype=dtype)
     expected = int(np.prod(shape, dtype=np.int64)) if shape else 1
     if array.size != expected:
         raise ValueError(

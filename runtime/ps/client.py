@@ -29,6 +29,11 @@ addresses; a worker asks the master, `Master.get_ps_addresses`), `wait_ready` re
 whose address changed and waits until every shard answers a call at its current address;
 `set_address` re-points one shard.
 
+`push_gradients(..., return_parameters=True)` makes the push also the pull: shards whose
+version moved answer with their values (`PushResult.values`); `push_gradients_future` sends
+without waiting (`PendingPush.result()`). Gradients go on the wire straight from the arrays'
+buffers and answers are parsed without copying their tensors (runtime/ps/wire.py).
+
 Pulled values are read-only NumPy views of the response bytes: assign them to variables (which
 copies) or copy them before mutating. Errors: `PSUnavailableError` when a shard cannot be
 reached (UNAVAILABLE or past the deadline), `PSError` for any other refusal; both name the
@@ -39,7 +44,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
@@ -51,7 +56,8 @@ from elasticdl.runtime import auth
 from elasticdl.runtime.job_config import GRPC_OPTIONS
 from elasticdl.runtime.ps.embedding_table import TableSpec, take_rows
 from elasticdl.runtime.ps.partition import embedding_shard, ps_of
-from elasticdl.runtime.tensor_codec import decode, decode_all, encode
+from elasticdl.runtime.ps.wire import parse_with_tensors, serialize_with_tensors
+from elasticdl.runtime.tensor_codec import decode, encode
 
 DEFAULT_TIMEOUT_S = 60.0
 EMBEDDING_PREFIX = "embedding:"  # pull_all's keys of table rows: embedding:<table>:ids / :rows
@@ -66,6 +72,12 @@ CHANNEL_OPTIONS = [
 RESOLVE_PROBE_S = 2.0
 """With `resolve`, how long `wait_ready` gives a shard to answer before asking again."""
 _UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+_SERVICE = "/elasticdl.ParameterServer"
+_GRADIENTS_FIELD = pb.PushGradientsRequest.DESCRIPTOR.fields_by_name["gradients"].number
+_PARAMETERS_FIELD = pb.PushGradientsResponse.DESCRIPTOR.fields_by_name["dense_parameters"].number
+assert _PARAMETERS_FIELD == (
+    pb.PullDenseParametersResponse.DESCRIPTOR.fields_by_name["dense_parameters"].number
+)
 
 
 class PSError(RuntimeError):
@@ -105,15 +117,45 @@ class PullResult:
 @dataclass(frozen=True)
 class PushResult:
     """What `PSClient.push_gradients` got: `accepted` is True only when every shard accepted;
-    `shard_accepted[i]` and `versions[i]` are per shard."""
+    `shard_accepted[i]` and `versions[i]` are per shard. With `return_parameters`: `values`
+    (merged, read-only arrays) from the shards in `updated`, those whose version after the push
+    differs from the one the gradients were computed on (a pull's answer, see `PullResult`).
+    `staleness[i]`: how many versions behind shard i applied the push (async)."""
 
     accepted: bool
     shard_accepted: list[bool]
     versions: list[int]
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    updated: list[int] = field(default_factory=list)
+    staleness: list[int] = field(default_factory=list)
 
     @property
     def accepted_all(self) -> bool:
         return self.accepted
+
+
+class _ShardCalls:
+    """One shard's channel and its calls. The tensor-heavy calls skip protobuf's copies of
+    tensor bytes (runtime/ps/wire.py); the others go through the generated stub."""
+
+    def __init__(self, address: str, credentials: Any) -> None:
+        self.channel = auth.channel(address, credentials, CHANNEL_OPTIONS)
+        self._stub = elasticdl_pb2_grpc.ParameterServerStub(self.channel)
+        self._fast = {
+            "push_gradients": self.channel.unary_unary(
+                f"{_SERVICE}/push_gradients",
+                request_serializer=None,
+                response_deserializer=_push_answer,
+            ),
+            "pull_dense_parameters": self.channel.unary_unary(
+                f"{_SERVICE}/pull_dense_parameters",
+                request_serializer=pb.PullDenseParametersRequest.SerializeToString,
+                response_deserializer=_pull_answer,
+            ),
+        }
+
+    def method(self, name: str) -> Any:
+        return self._fast.get(name) or getattr(self._stub, name)
 
 
 class PSClient:
@@ -134,18 +176,16 @@ class PSClient:
         self.timeout_s = timeout_s
         self._credentials = credentials
         self._resolve = resolve
-        self._channels = [auth.channel(a, credentials, CHANNEL_OPTIONS) for a in self.addresses]
-        self._stubs = [elasticdl_pb2_grpc.ParameterServerStub(c) for c in self._channels]
+        self._shards = [_ShardCalls(a, credentials) for a in self.addresses]
 
     def set_address(self, shard: int, address: str) -> None:
         """Shard `shard` now listens at `address` (a relaunch): later calls go there."""
         if address == self.addresses[shard]:
             return
-        old = self._channels[shard]
-        self._channels[shard] = auth.channel(address, self._credentials, CHANNEL_OPTIONS)
-        self._stubs[shard] = elasticdl_pb2_grpc.ParameterServerStub(self._channels[shard])
+        old = self._shards[shard]
+        self._shards[shard] = _ShardCalls(address, self._credentials)
         self.addresses[shard] = address
-        old.close()
+        old.channel.close()
 
     @property
     def num_ps(self) -> int:
@@ -166,7 +206,7 @@ class PSClient:
         if self._resolve is not None:
             self._wait_resolved(timeout_s)
             return
-        ready = [grpc.channel_ready_future(c) for c in self._channels]
+        ready = [grpc.channel_ready_future(s.channel) for s in self._shards]
         deadline = time.monotonic() + timeout_s
         try:
             for shard, future in enumerate(ready):
@@ -190,10 +230,10 @@ class PSClient:
             self._re_resolve()
             left = deadline - time.monotonic()
             calls = [
-                stub.get_applied_progress.future(
+                shard.method("get_applied_progress").future(
                     pb.AppliedProgressRequest(), timeout=max(0.01, min(RESOLVE_PROBE_S, left))
                 )
-                for stub in self._stubs
+                for shard in self._shards
             ]
             silent = []
             for shard, call in enumerate(calls):
@@ -263,12 +303,14 @@ class PSClient:
         for all; None or -1: everything)."""
         known = self._per_shard(-1 if versions is None else versions)
         requests = [pb.PullDenseParametersRequest(version=v) for v in known]
-        responses = self._gather("pull_dense_parameters", requests)
+        answers = self._gather("pull_dense_parameters", requests)
         values: dict[str, np.ndarray] = {}
         updated = []
-        for shard, response in enumerate(responses):
-            if response.dense_parameters:
-                values.update(decode_all(response.dense_parameters))
+        responses = []
+        for shard, (response, tensors) in enumerate(answers):
+            responses.append(response)
+            if tensors:
+                values.update(tensors)
                 updated.append(shard)
         return PullResult(
             initialized=all(r.initialized for r in responses),
@@ -288,30 +330,61 @@ class PSClient:
         lr_scale: float = 1.0,
         worker_id: int = 0,
         embedding_grads: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+        return_parameters: bool = False,
     ) -> PushResult:
         """Send each shard its gradients (computed on `versions`, per shard or one for all),
         its rows of `embedding_grads` (table -> (ids, values)) and its non-trainable values;
-        `records_end` of `task_id` counts once applied."""
+        `records_end` of `task_id` counts once applied. `return_parameters`: shards whose
+        version moved answer with their values (the push is also a pull)."""
+        return self.push_gradients_future(
+            gradients,
+            versions,
+            task_id=task_id,
+            records_end=records_end,
+            non_trainable=non_trainable,
+            lr_scale=lr_scale,
+            worker_id=worker_id,
+            embedding_grads=embedding_grads,
+            return_parameters=return_parameters,
+        ).result()
+
+    def push_gradients_future(
+        self,
+        gradients: Mapping[str, np.ndarray],
+        versions: Sequence[int] | int,
+        *,
+        task_id: int = 0,
+        records_end: int = 0,
+        non_trainable: Mapping[str, np.ndarray] | None = None,
+        lr_scale: float = 1.0,
+        worker_id: int = 0,
+        embedding_grads: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+        return_parameters: bool = False,
+    ) -> PendingPush:
+        """`push_gradients` without waiting: the requests are encoded and sent now, the
+        answers gathered by `PendingPush.result()` (which raises the call's PSError)."""
         known = self._per_shard(versions)
         grad_parts = self.split(gradients)
         state_parts = self.split(non_trainable or {})
         sparse_parts = self._split_sparse(embedding_grads or {})
         requests = [
-            pb.PushGradientsRequest(
-                worker_id=worker_id,
-                version=known[shard],
-                gradients=[encode(n, g) for n, g in grad_parts[shard].items()],
-                learning_rate_scale=lr_scale,
-                task_id=task_id,
-                records_end=records_end,
-                non_trainable=[encode(n, v) for n, v in state_parts[shard].items()],
-                embedding_gradients=sparse_parts[shard],
+            serialize_with_tensors(
+                pb.PushGradientsRequest(
+                    worker_id=worker_id,
+                    version=known[shard],
+                    learning_rate_scale=lr_scale,
+                    task_id=task_id,
+                    records_end=records_end,
+                    non_trainable=[encode(n, v) for n, v in state_parts[shard].items()],
+                    embedding_gradients=sparse_parts[shard],
+                    return_parameters=return_parameters,
+                ),
+                _GRADIENTS_FIELD,
+                grad_parts[shard],
             )
             for shard in range(self.num_ps)
         ]
-        responses = self._gather("push_gradients", requests)
-        accepted = [r.accepted for r in responses]
-        return PushResult(all(accepted), accepted, [r.version for r in responses])
+        return PendingPush(self, self._send("push_gradients", requests))
 
     def pull_embedding_vectors(self, name: str, ids: np.ndarray) -> np.ndarray:
         """Rows (float32, (len(ids), dim)) of table `name` in the order of `ids` (int64,
@@ -399,8 +472,8 @@ class PSClient:
         return [r.checkpoints for r in responses]
 
     def close(self) -> None:
-        for channel in self._channels:
-            channel.close()
+        for shard in self._shards:
+            shard.channel.close()
 
     def __enter__(self) -> PSClient:
         return self
@@ -445,11 +518,20 @@ class PSClient:
         self, method: str, requests: list[Any], shards: Sequence[int] | None = None
     ) -> list[Any]:
         """Call `method` on `shards` (default: all, in order) with `requests`, in parallel."""
+        return self._collect(self._send(method, requests, shards))
+
+    def _send(
+        self, method: str, requests: list[Any], shards: Sequence[int] | None = None
+    ) -> tuple[str, list[int], list[Any]]:
         shards = list(range(self.num_ps)) if shards is None else list(shards)
         calls = [
-            getattr(self._stubs[shard], method).future(request, timeout=self.timeout_s)
+            self._shards[shard].method(method).future(request, timeout=self.timeout_s)
             for shard, request in zip(shards, requests, strict=True)
         ]
+        return method, shards, calls
+
+    def _collect(self, sent: tuple[str, list[int], list[Any]]) -> list[Any]:
+        method, shards, calls = sent
         responses = []
         failure: PSError | None = None
         for shard, call in zip(shards, calls, strict=True):
@@ -468,6 +550,48 @@ class PSClient:
         if failure is not None:
             raise failure
         return responses
+
+
+class PendingPush:
+    """A push on its way (`PSClient.push_gradients_future`); `result()` waits for it once."""
+
+    def __init__(self, client: PSClient, sent: tuple[str, list[int], list[Any]]) -> None:
+        self._client = client
+        self._sent = sent
+        self._result: PushResult | None = None
+
+    def done(self) -> bool:
+        return self._result is not None or all(call.done() for call in self._sent[2])
+
+    def result(self) -> PushResult:
+        if self._result is None:
+            answers = self._client._collect(self._sent)
+            values: dict[str, np.ndarray] = {}
+            updated = []
+            responses = []
+            for shard, (response, tensors) in enumerate(answers):
+                responses.append(response)
+                if tensors:
+                    values.update(tensors)
+                    updated.append(shard)
+            accepted = [r.accepted for r in responses]
+            self._result = PushResult(
+                all(accepted),
+                accepted,
+                [r.version for r in responses],
+                values,
+                updated,
+                [int(r.staleness) for r in responses],
+            )
+        return self._result
+
+
+def _push_answer(data: bytes) -> tuple[pb.PushGradientsResponse, dict[str, np.ndarray]]:
+    return parse_with_tensors(data, pb.PushGradientsResponse, _PARAMETERS_FIELD)
+
+
+def _pull_answer(data: bytes) -> tuple[pb.PullDenseParametersResponse, dict[str, np.ndarray]]:
+    return parse_with_tensors(data, pb.PullDenseParametersResponse, _PARAMETERS_FIELD)
 
 
 def table_info(spec: Any) -> pb.EmbeddingTableInfo:

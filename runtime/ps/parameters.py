@@ -46,6 +46,23 @@ _log = logging.getLogger(__name__)
 # ---------------------------------------------------------------------------------------------
 # The policy (pure)
 
+# Async pushes up to this many versions behind are applied at the full learning rate. One worker
+# that overlaps its push with the next minibatch is 1 behind, a few workers 2-4.
+DEFAULT_STALENESS_TOLERANCE = 4
+
+
+def staleness_lr_scale(staleness: int, tolerance: int) -> float:
+    """Learning-rate factor of an async push computed `staleness` versions behind the shard.
+
+    1.0 up to `tolerance` versions behind, then tolerance / staleness (tolerance 0: always 1.0,
+    no rule). Async SGD stays stable while rate x staleness stays small; this caps that product
+    at rate x tolerance whatever the number of workers. A push ahead of the shard (negative
+    staleness: the shard was restored from a checkpoint) counts as current.
+    """
+    if tolerance <= 0 or staleness <= tolerance:
+        return 1.0
+    return tolerance / staleness
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -64,6 +81,7 @@ class Decision:
     contributions: tuple[tuple[int, int], ...] = ()
     reason: str = ""
     sparse: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+    staleness: int = 0
 
 
 @dataclass
@@ -71,9 +89,13 @@ class GradientPolicy:
     """Async or sync handling of gradient pushes, and applied-records tracking.
 
     Async (`use_async=True`, default): every push is accepted and applied on its own, whatever
-    version it was computed on (after a PS restart a push may even be ahead of the PS); with
-    `lr_staleness_modulation` the learning rate is scaled by 1 / max(1, current - push version).
-    A push's own `lr_scale` multiplies in. `grads_to_wait` is ignored.
+    version it was computed on (after a PS restart a push may even be ahead of the PS), at the
+    learning-rate factor `staleness_lr_scale(current - push version, staleness_tolerance)`:
+    full rate up to `staleness_tolerance` versions behind, then tolerance / staleness, so the
+    product of rate and staleness never exceeds what `staleness_tolerance` workers give (many
+    async workers cannot diverge a model that trains with a few). `lr_staleness_modulation`
+    is the classic 1 / staleness (tolerance 1). A push's own `lr_scale` multiplies in.
+    `grads_to_wait` is ignored.
 
     Sync (`use_async=False`): pushes computed on the current version are accumulated; the
     `grads_to_wait`-th one releases their per-variable mean (a variable missing from some pushes
@@ -90,6 +112,7 @@ class GradientPolicy:
     use_async: bool = True
     grads_to_wait: int = 1
     lr_staleness_modulation: bool = False
+    staleness_tolerance: int = DEFAULT_STALENESS_TOLERANCE
     _sums: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False)
     _counts: dict[str, int] = field(default_factory=dict, init=False, repr=False)
     _pending: list[tuple[int, int]] = field(default_factory=list, init=False, repr=False)
@@ -102,6 +125,8 @@ class GradientPolicy:
     def __post_init__(self) -> None:
         if self.grads_to_wait < 1:
             raise ValueError(f"grads_to_wait must be >= 1, got {self.grads_to_wait}")
+        if self.staleness_tolerance < 0:
+            raise ValueError(f"staleness_tolerance must be >= 0, got {self.staleness_tolerance}")
 
     @property
     def pending(self) -> int:
@@ -122,11 +147,16 @@ class GradientPolicy:
         already be validated against the shard."""
         contribution = (int(task_id), int(records_end))
         if self.use_async:
-            scale = lr_scale if lr_scale > 0 else 1.0
-            if self.lr_staleness_modulation:
-                scale /= max(1, current_version - push_version)
+            tolerance = 1 if self.lr_staleness_modulation else self.staleness_tolerance
+            staleness = current_version - push_version
+            scale = (lr_scale if lr_scale > 0 else 1.0) * staleness_lr_scale(staleness, tolerance)
             return Decision(
-                True, dict(gradients), scale, (contribution,), sparse=dict(sparse or {})
+                True,
+                dict(gradients),
+                scale,
+                (contribution,),
+                sparse=dict(sparse or {}),
+                staleness=max(0, staleness),
             )
         if push_version != current_version:
             when = "stale" if push_version < current_version else "ahead of this server"
@@ -199,12 +229,16 @@ def _sparse_mean(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray
 
 @dataclass(frozen=True)
 class PushResult:
-    """Outcome of `Parameters.push_gradients`: accepted or not, and the version afterwards."""
+    """Outcome of `Parameters.push_gradients`: accepted or not, the version afterwards, and
+    (when asked for and the version differs from the push's) the values at that version."""
 
     accepted: bool
     version: int
     applied: bool = False
     reason: str = ""
+    values: dict[str, np.ndarray] | None = None
+    staleness: int = 0
+    lr_scale: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -468,13 +502,16 @@ class Parameters:
         non_trainable: Mapping[str, np.ndarray] | None = None,
         lr_scale: float = 1.0,
         embedding_grads: SparseGrads | None = None,
+        with_values: bool = False,
     ) -> PushResult:
         """One worker push through the policy: validate, decide, maybe apply, update state.
 
         Raises NotInitializedError before `initialize` and ValueError for unknown names or
         shapes (nothing is changed then). Non-trainable values of an accepted push replace the
         stored ones (last writer wins); a rejected push changes nothing. `embedding_grads`:
-        table -> (ids, values), applied together with the dense gradients.
+        table -> (ids, values), applied together with the dense gradients. `with_values`: the
+        result carries every value at the version afterwards when it differs from `version`
+        (read under the same lock: the push doubles as the caller's pull).
         """
         with self._lock:
             self.check_gradients(gradients)
@@ -484,15 +521,25 @@ class Parameters:
             decision = self.policy.offer(
                 self._version, int(version), gradients, task_id, records_end, lr_scale, sparse
             )
+            fresh = with_values and int(version) != self._version
             if not decision.accepted:
-                return PushResult(False, self._version, reason=decision.reason)
+                values = self._values_locked(None) if fresh else None
+                return PushResult(False, self._version, reason=decision.reason, values=values)
             applied = decision.gradients is not None
             if applied:
                 self._apply_locked(decision.gradients, decision.lr_scale, decision.sparse)
                 self.policy.record_applied(decision.contributions)
             if non_trainable:
                 self._store_non_trainable(non_trainable)
-            return PushResult(True, self._version, applied)
+            fresh = with_values and int(version) != self._version
+            return PushResult(
+                True,
+                self._version,
+                applied,
+                values=self._values_locked(None) if fresh else None,
+                staleness=decision.staleness,
+                lr_scale=decision.lr_scale if applied else 0.0,
+            )
 
     def update_non_trainable(self, values: Mapping[str, np.ndarray]) -> None:
         """Replace non-trainable values (last writer wins); unknown names are a ValueError."""

@@ -9,6 +9,12 @@ pushed; INVALID_ARGUMENT for names that do not belong to this shard, unknown var
 shapes or a corrupt tensor (or a pushed model that differs from the one held), for unknown
 embedding tables and for embedding ids that hash to another shard (`embedding_shard`).
 
+One round trip per minibatch: a push with `return_parameters` answers with the shard's values
+when its version moved past the push's (read atomically with the application). The two rpcs
+that carry a model's worth of tensors (`push_gradients`, `pull_dense_parameters`) are served
+with fewer copies (runtime/ps/wire.py): gradients are read as views of the request bytes and
+values are written into the answer with one copy.
+
 Embedding tables: declared by push_model (`Model.embedding_table_infos`, every shard gets all of
 them); `pull_embedding_vectors` (one table) and `pull_embedding_tables` (several) answer rows in
 the order of the ids asked for, creating missing rows; sparse gradients come with
@@ -41,7 +47,11 @@ from elasticdl.runtime.ps.checkpoint import CheckpointWriter
 from elasticdl.runtime.ps.embedding_table import TableSpec
 from elasticdl.runtime.ps.parameters import GradientPolicy, NotInitializedError, Parameters
 from elasticdl.runtime.ps.partition import embedding_shard, ps_of
+from elasticdl.runtime.ps.wire import parse_with_tensors, serialize_with_tensors
 from elasticdl.runtime.tensor_codec import decode, encode
+
+_GRADIENTS_FIELD = pb.PushGradientsRequest.DESCRIPTOR.fields_by_name["gradients"].number
+_PARAMETERS_FIELD = pb.PushGradientsResponse.DESCRIPTOR.fields_by_name["dense_parameters"].number
 
 _log = logging.getLogger(__name__)
 
@@ -104,26 +114,39 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
         self, request: pb.PullDenseParametersRequest, context: grpc.ServicerContext
     ) -> pb.PullDenseParametersResponse:
         """Values only when the caller's version differs from this shard's."""
+        raw = self.pull_dense_parameters_bytes(request, context)
+        return pb.PullDenseParametersResponse.FromString(raw)
+
+    def pull_dense_parameters_bytes(
+        self, request: pb.PullDenseParametersRequest, context: grpc.ServicerContext
+    ) -> bytes:
+        """`pull_dense_parameters`, serialized with one copy of the values (wire.py)."""
         snapshot = self.parameters.snapshot(known_version=request.version)
-        response = pb.PullDenseParametersResponse(
+        head = pb.PullDenseParametersResponse(
             initialized=snapshot.initialized, version=snapshot.version
         )
-        if snapshot.values is not None:
-            response.dense_parameters.extend(
-                encode(name, value) for name, value in snapshot.values.items()
-            )
-        return response
+        return serialize_with_tensors(head, _PARAMETERS_FIELD, snapshot.values or {})
 
     def push_gradients(
         self, request: pb.PushGradientsRequest, context: grpc.ServicerContext
     ) -> pb.PushGradientsResponse:
-        """Gradients through the sync/async policy; non-trainable values of accepted pushes."""
+        """Gradients through the sync/async policy; non-trainable values of accepted pushes;
+        with `return_parameters`, the values after the push when the version moved."""
+        return pb.PushGradientsResponse.FromString(self.push_gradients_bytes(request, context))
+
+    def push_gradients_bytes(self, request: Any, context: grpc.ServicerContext) -> bytes:
+        """`push_gradients` for a request as a message or as `wire.parse_with_tensors` gives
+        it (message, gradients viewing the received bytes); the answer serialized with one
+        copy of the values."""
+        if isinstance(request, tuple):
+            request, gradients = request
+        else:
+            gradients = self._decode(request.gradients, context, "gradients")
         if not self.parameters.initialized:
             context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"{self._who()} has no model yet: push_model must come before push_gradients",
             )
-        gradients = self._decode(request.gradients, context, "gradients")
         self._check_shard(gradients, context, "gradients")
         non_trainable = self._decode(request.non_trainable, context, "non-trainable values")
         self._check_shard(non_trainable, context, "non-trainable values")
@@ -143,6 +166,7 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
                 non_trainable=non_trainable,
                 lr_scale=request.learning_rate_scale or 1.0,
                 embedding_grads=sparse,
+                with_values=request.return_parameters,
             )
         except NotInitializedError as error:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{self._who()}: {error}")
@@ -152,7 +176,13 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
             _log.debug(
                 "%s rejected a push of worker %d: %s", self._who(), request.worker_id, result.reason
             )
-        return pb.PushGradientsResponse(accepted=result.accepted, version=result.version)
+        head = pb.PushGradientsResponse(
+            accepted=result.accepted,
+            version=result.version,
+            staleness=result.staleness,
+            applied_lr_scale=result.lr_scale,
+        )
+        return serialize_with_tensors(head, _PARAMETERS_FIELD, result.values or {})
 
     def pull_embedding_vectors(
         self, request: pb.PullEmbeddingVectorsRequest, context: grpc.ServicerContext
@@ -286,6 +316,41 @@ class ParameterServerServicer(elasticdl_pb2_grpc.ParameterServerServicer):
             )
 
 
+def _handlers(servicer: ParameterServerServicer) -> grpc.GenericRpcHandler:
+    """Every rpc of the service as generated, except the two that carry a model's worth of
+    tensors: they read gradients as views of the request and write values with one copy
+    (runtime/ps/wire.py)."""
+    service = pb.DESCRIPTOR.services_by_name["ParameterServer"]
+    handlers = {
+        method.name: grpc.unary_unary_rpc_method_handler(
+            getattr(servicer, method.name),
+            request_deserializer=getattr(pb, method.input_type.name).FromString,
+            response_serializer=getattr(pb, method.output_type.name).SerializeToString,
+        )
+        for method in service.methods
+    }
+    handlers["push_gradients"] = grpc.unary_unary_rpc_method_handler(
+        servicer.push_gradients_bytes,
+        request_deserializer=_parse_push,
+        response_serializer=None,
+    )
+    handlers["pull_dense_parameters"] = grpc.unary_unary_rpc_method_handler(
+        servicer.pull_dense_parameters_bytes,
+        request_deserializer=pb.PullDenseParametersRequest.FromString,
+        response_serializer=None,
+    )
+    return grpc.method_handlers_generic_handler(service.full_name, handlers)
+
+
+def _parse_push(data: bytes) -> Any:
+    """(request, gradients) of a push; the plain message when a tensor in it is corrupt, so
+    that the handler refuses it with INVALID_ARGUMENT naming the tensor."""
+    try:
+        return parse_with_tensors(data, pb.PushGradientsRequest, _GRADIENTS_FIELD)
+    except (ValueError, IndexError):
+        return pb.PushGradientsRequest.FromString(data)
+
+
 def table_spec_of(info: pb.EmbeddingTableInfo) -> TableSpec:
     """The `TableSpec` of a proto `EmbeddingTableInfo` (ValueError unless float32 rows)."""
     if info.dtype not in (pb.DT_INVALID, pb.DT_FLOAT32):
@@ -313,6 +378,7 @@ def policy_of(config: JobConfig) -> GradientPolicy:
         use_async=config.use_async,
         grads_to_wait=config.grads_to_wait,
         lr_staleness_modulation=config.lr_staleness_modulation,
+        staleness_tolerance=config.staleness_tolerance,
     )
 
 
@@ -449,7 +515,7 @@ def start_server(
         options=SERVER_OPTIONS,
         interceptors=auth.server_interceptors(credentials),
     )
-    elasticdl_pb2_grpc.add_ParameterServerServicer_to_server(servicer, server)
+    server.add_generic_rpc_handlers((_handlers(servicer),))
     try:
         bound = auth.add_port(server, host_port(host, port), credentials)
     except RuntimeError:

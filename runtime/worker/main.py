@@ -101,8 +101,9 @@ def _train_task(task: Any, trainer: Any, readers: _Readers, progress: _Progress)
         result = trainer.train_batch(features, labels, size, task.task_id, end)
         seen = end
         if result.finite:
-            # Skipped (non-finite) minibatches before this one are covered by this report.
-            done = end
+            # Records whose gradients were applied (with a push in flight, up to the previous
+            # minibatch); non-finite minibatches before them are covered by this report.
+            done = result.applied_end
         else:
             # Nothing done, but a report all the same: the master's no-progress clock restarts.
             nonfinite += result.records
@@ -116,7 +117,8 @@ def _train_task(task: Any, trainer: Any, readers: _Readers, progress: _Progress)
             )
         )
         if _Stop.requested:
-            return done, nonfinite
+            return trainer.finish_task(), nonfinite
+    done = trainer.finish_task()
     if done == 0 and nonfinite:
         raise FloatingPointError(
             f"the loss was NaN or infinite for every minibatch of records [{task.start}, "

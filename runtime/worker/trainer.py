@@ -1,10 +1,23 @@
 """The worker's training engine: one model replica that trains against parameter servers.
 
-Per minibatch: pull the parameters only if a PS shard has a newer version than the local
-copy, run the compiled gradient step, push the gradients (with the task id and the records
-done once they are applied, so the master can tell exactly which records reached the model if
-this process dies), then report progress. In sync mode a push computed on a stale version is
-rejected; the worker pulls and recomputes the same minibatch.
+Per minibatch: run the compiled gradient step, push the gradients (with the task id and the
+records done once they are applied, so the master can tell exactly which records reached the
+model if this process dies), then report progress. One round trip per minibatch: the push
+asks the shards to answer with their parameters when their version moved past the one the
+gradients were computed on, so the push is also the next minibatch's pull. In sync mode a push
+computed on a stale version is rejected (its answer carries the fresh parameters); the worker
+recomputes the same minibatch.
+
+Async mode overlaps communication with computation, with a bounded staleness: at most one
+push is in flight. Minibatch n is computed while the push of minibatch n-1 travels; then that
+push's answer (the parameters with n-1's gradients and every other worker's applied) is
+assigned, and n's push is held until the caller has reported progress (it goes out at the
+start of the next minibatch). So a gradient is computed on parameters that miss at most this
+worker's previous minibatch (1 version behind with one worker); a progress report only counts
+records whose push came back (`BatchResult.applied_end`), and at most one minibatch is applied
+and unreported when a worker dies, as with a serial worker. `finish_task()` sends the held push
+and waits for it (the end of a task; evaluation does the same). Sync mode stays serial: a sync
+job with one worker trains exactly like one process.
 
 Records flow through the spec's `dataset_fn` in the task's visiting order (a seeded
 permutation of the shard, see `order.py`), through pipelines traced once (`pipeline.py`).
@@ -41,9 +54,23 @@ PS_OUTAGE_S = 180.0
 
 @dataclass
 class BatchResult:
+    """`applied_end`: the task's records whose gradients reached the parameter servers (the
+    push of this minibatch, or, with a push in flight, of the one before)."""
+
     records: int
     loss: float
     finite: bool
+    applied_end: int = 0
+
+
+@dataclass
+class _InFlight:
+    """A push sent and not yet answered (`versions`: the local copy's when it was sent), with
+    what is needed to redo its minibatch."""
+
+    pending: Any
+    versions: list[int]
+    batch: tuple[Any, Any, int, int, int]
 
 
 class Trainer:
@@ -65,6 +92,11 @@ class Trainer:
         self._sparse: Any = None
         self._background: Any = None
         self._eval_metrics: Any = None
+        self._overlap = bool(config.use_async)
+        self._in_flight: _InFlight | None = None
+        self._held: tuple[Any, ...] | None = None
+        self._task_id: int | None = None
+        self._applied_end = 0
 
     # -- model and parameters --------------------------------------------------------------------
 
@@ -147,15 +179,26 @@ class Trainer:
             result = self.ps.pull([-1] * len(self._versions))
             if not result.initialized:
                 raise RuntimeError("the parameter servers lost their parameters")
-        if result.values:
-            for name, value in result.values.items():
+        self._take(result.values, result.versions)
+
+    def _take(
+        self,
+        values: dict[str, np.ndarray],
+        versions: list[int],
+        keep: dict[str, np.ndarray] | None = None,
+    ) -> None:
+        """Make `values` (at `versions`) the local copy; `keep` (this replica's newer
+        non-trainable state) wins over the shards' copy of it."""
+        if values:
+            for name, value in values.items():
                 if name in self._values:
                     self._values[name] = value
+            self._values.update(keep or {})
             self._assign_all([self._values[name] for name in self._all_names])
-        self._versions = list(result.versions)
-        self._ps_versions = [
-            max(a, b) for a, b in zip(self._ps_versions, result.versions, strict=True)
-        ]
+        elif keep:
+            self._values.update(keep)  # the variables hold it already
+        self._versions = list(versions)
+        self._ps_versions = [max(a, b) for a, b in zip(self._ps_versions, versions, strict=True)]
 
     @property
     def model_version(self) -> int:
@@ -179,18 +222,28 @@ class Trainer:
     def train_batch(
         self, features: Any, labels: Any, records: int, task_id: int, records_end: int
     ) -> BatchResult:
-        """Compute and push one minibatch's gradients, riding out a PS relaunch.
+        """Compute and push one minibatch's gradients, riding out a PS relaunch (see
+        `_riding_out`)."""
+        if task_id != self._task_id:
+            self._riding_out(self.flush)
+            self._task_id, self._applied_end = task_id, 0
+        train = self._train_batch_overlapped if self._overlap else self._train_batch
+        return self._riding_out(lambda: train(features, labels, records, task_id, records_end))
 
-        A parameter server that is down (relaunching from its checkpoint) is waited for up to
-        PS_OUTAGE_S, then the minibatch is recomputed on the restored parameters; it is not
-        this task's failure.
-        """
+    def finish_task(self) -> int:
+        """Wait for the push in flight; the task's records whose gradients were applied."""
+        return self._riding_out(self.flush)
+
+    def _riding_out(self, call: Callable[[], Any]) -> Any:
+        """`call()`, again after a parameter server that is down (relaunching from its
+        checkpoint) came back, for up to PS_OUTAGE_S: the local copy is pulled again and a
+        minibatch whose push failed in flight is recomputed; not this task's failure."""
         from elasticdl.runtime.ps.client import PSUnavailableError
 
         deadline = time.monotonic() + PS_OUTAGE_S
         while True:
             try:
-                return self._train_batch(features, labels, records, task_id, records_end)
+                return call()
             except PSUnavailableError as err:
                 if time.monotonic() > deadline:
                     raise
@@ -201,62 +254,130 @@ class Trainer:
                     continue
                 self._ps_versions = [0] * len(self._ps_versions)
                 self._pull(force=True)
+                lost, self._in_flight = self._in_flight, None
+                if lost is not None:
+                    self._train_batch(*lost.batch)
+
+    def flush(self, keep: dict[str, np.ndarray] | None = None) -> int:
+        """Send the held push, wait for the push in flight (if any) and take its answer
+        (`keep`: this replica's newer non-trainable state); the task's records applied."""
+        self._send_held()
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is not None:
+            try:
+                result = in_flight.pending.result()
+                self._absorb(result, in_flight.versions, keep or {})
+                self._applied_end = in_flight.batch[4]
+            except BaseException:
+                self._in_flight = in_flight  # train_batch / the next flush redoes it
+                raise
+        return self._applied_end
+
+    def _compute(self, features: Any, labels: Any) -> tuple[float, dict, dict, dict]:
+        """(loss, gradients, non-trainable state, push_gradients' sparse arguments)."""
+        sparse: dict[str, Any] = {}
+        if self._sparse is None:
+            self._pull()
+            loss, gradients, state = self._step(features, labels)
+        else:
+            unique, index, rows = self._sparse_inputs(features)
+            loss, gradients, state, row_grads = self._sparse.step(features, labels, rows, index)
+            sparse = {
+                "embedding_grads": {
+                    t: (unique[t], g.numpy())
+                    for t, g in zip(self._sparse.tables, row_grads, strict=True)
+                }
+            }
+        grads = {name: g.numpy() for name, g in zip(self._trainable_names, gradients, strict=True)}
+        state_values = {name: v.numpy() for name, v in zip(self._state_names, state, strict=True)}
+        return float(loss), grads, state_values, sparse
+
+    def _send(
+        self,
+        computed_on: list[int],
+        grads: dict,
+        state_values: dict,
+        sparse: dict,
+        task_id: int,
+        records_end: int,
+    ) -> Any:
+        return self.ps.push_gradients_future(
+            grads,
+            versions=computed_on,
+            task_id=task_id,
+            records_end=records_end,
+            non_trainable=state_values,
+            worker_id=self.worker_id,
+            return_parameters=True,
+            **sparse,
+        )
+
+    def _absorb(self, result: Any, local: list[int], keep: dict[str, np.ndarray]) -> bool:
+        """Take a push's answer, sent while the local copy was at `local`; False when a shard
+        went back in time (relaunched from a checkpoint: the local copy was pulled again)."""
+        if any(remote < mine for remote, mine in zip(result.versions, local, strict=True)):
+            log.info("worker %d: a PS shard restarted; pulling again", self.worker_id)
+            self._ps_versions = list(result.versions)
+            self._pull(force=True)
+            return False
+        if self._versions == local:
+            self._take(result.values, result.versions, keep)
+        else:  # pulled meanwhile: the answer's values may be older than the local copy
+            self._values.update(keep)
+            self._ps_versions = [
+                max(a, b) for a, b in zip(self._ps_versions, result.versions, strict=True)
+            ]
+        return True
 
     def _train_batch(
         self, features: Any, labels: Any, records: int, task_id: int, records_end: int
     ) -> BatchResult:
-        """Compute and push one minibatch's gradients; retry on stale rejection (sync mode)."""
+        """One minibatch, serially: compute, push, take the answer; retry on stale rejection
+        (sync mode)."""
         for _ in range(MAX_STALE_RETRIES):
-            sparse: dict[str, Any] = {}
-            if self._sparse is None:
-                self._pull()
-                loss, gradients, state = self._step(features, labels)
-            else:
-                unique, index, rows = self._sparse_inputs(features)
-                loss, gradients, state, row_grads = self._sparse.step(features, labels, rows, index)
-                sparse = {
-                    "embedding_grads": {
-                        t: (unique[t], g.numpy())
-                        for t, g in zip(self._sparse.tables, row_grads, strict=True)
-                    }
-                }
-            loss_value = float(loss)
-            if not math.isfinite(loss_value):
-                return BatchResult(records, loss_value, finite=False)
-            grads = {
-                name: g.numpy() for name, g in zip(self._trainable_names, gradients, strict=True)
-            }
-            state_values = {
-                name: v.numpy() for name, v in zip(self._state_names, state, strict=True)
-            }
-            result = self.ps.push_gradients(
-                grads,
-                versions=self._versions,
-                task_id=task_id,
-                records_end=records_end,
-                non_trainable=state_values,
-                **sparse,
-            )
-            self._values.update(state_values)
-            if any(
-                remote < local
-                for remote, local in zip(result.versions, self._versions, strict=True)
-            ):
-                # A shard went back in time: it was relaunched from a checkpoint.
-                log.info("worker %d: a PS shard restarted; pulling again", self.worker_id)
-                self._ps_versions = list(result.versions)
-                self._pull(force=True)
+            loss, grads, state_values, sparse = self._compute(features, labels)
+            if not math.isfinite(loss):
+                return BatchResult(records, loss, False, self._applied_end)
+            pushed_on = list(self._versions)
+            pending = self._send(pushed_on, grads, state_values, sparse, task_id, records_end)
+            result = pending.result()
+            if not self._absorb(result, pushed_on, state_values):
                 continue
-            self._ps_versions = [
-                max(a, b) for a, b in zip(self._ps_versions, result.versions, strict=True)
-            ]
             if result.accepted:
-                return BatchResult(records, loss_value, finite=True)
-            self._pull(force=True)
+                self._applied_end = records_end
+                return BatchResult(records, loss, True, records_end)
+            if not result.values:
+                self._pull(force=True)
         raise RuntimeError(
             f"gradients rejected as stale {MAX_STALE_RETRIES} times in a row; "
             "lower --grads_to_wait or use --use_async"
         )
+
+    def _train_batch_overlapped(
+        self, features: Any, labels: Any, records: int, task_id: int, records_end: int
+    ) -> BatchResult:
+        """Async: send the previous minibatch's push, compute this one while it travels,
+        take its answer and hold this one's push until the next call (at most one push in
+        flight, see the module docstring). Holding it lets the caller report the records
+        applied so far before more of them can reach the parameter servers: a worker that
+        dies leaves at most one minibatch applied and unreported, as a serial one does."""
+        self._send_held()
+        loss, grads, state_values, sparse = self._compute(features, labels)
+        if not math.isfinite(loss):
+            return BatchResult(records, loss, False, self._applied_end)
+        computed_on = list(self._versions)
+        self.flush(keep=state_values)
+        batch = (features, labels, records, task_id, records_end)
+        self._held = (computed_on, grads, state_values, sparse, batch)
+        return BatchResult(records, loss, True, self._applied_end)
+
+    def _send_held(self) -> None:
+        if self._held is None:
+            return
+        computed_on, grads, state_values, sparse, batch = self._held
+        self._held = None
+        pending = self._send(computed_on, grads, state_values, sparse, batch[3], batch[4])
+        self._in_flight = _InFlight(pending, list(self._versions), batch)
 
     def _sparse_inputs(self, features: Any) -> tuple[Any, Any, Any]:
         """(unique ids, positions, rows) of each table for `features`. The dense pull (when
@@ -275,6 +396,7 @@ class Trainer:
 
     def evaluate(self, records: list[bytes], metadata: DatasetMetadata) -> dict[str, np.ndarray]:
         """Additive metric state of the latest model on `records` (see runtime/metrics.py)."""
+        self.flush()
         self._pull(force=True)
         if self._eval_metrics is None:
             self._eval_metrics = self.instance.eval_metrics()

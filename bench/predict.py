@@ -413,6 +413,15 @@ def timed_servicer_class(marks: list[tuple[str, float, int, int, int]]) -> type:
             marks.append(("done", time.monotonic(), request.worker_id, request.task_id, rows))
             return reply
 
+        def finish_task(self, request: Any, context: Any) -> Any:
+            task = super().finish_task(request, context)
+            now = time.monotonic()
+            rows = int(request.exec_counters.get("records_done", 0))
+            marks.append(("done", now, request.worker_id, request.task_id, rows))
+            if task.type == pb.PREDICTION:
+                marks.append(("get", now, request.worker_id, task.task_id, task.end - task.start))
+            return task
+
     return TimedServicer
 
 

@@ -4,6 +4,10 @@
                                       [--repeats 2] [--quiet-wait 20]
     python -P bench/train_overhead.py --profile dnn [--quick] [--cprofile]
 
+The dnn case also runs, after each pair, the Keras 2 anchor of bench/pss_anchor.py: tf_keras
+`fit` under `ParameterServerStrategy` (1 worker, 1 PS, loopback) on the same records, model
+and batch; `--no-anchor` skips it; it needs `pip install -e '.[bench]'`.
+
 Two cases, each on the same model, data, batch size and number of records:
 
   * mnist: `mnist.mnist_functional_api.custom_model` on generated `digits` records, batch 64;
@@ -216,6 +220,33 @@ def keras_in_subprocess(case: Case, data: Path, threads: int, epochs: int) -> di
     figures = json.loads(line[len("KERAS ") :])
     figures["process_s"] = time.perf_counter() - t0
     return figures
+
+
+# --------------------------------------------------------------------------- tf_keras PSS
+
+
+def pss_available(case: Case) -> bool:
+    """Whether the tf_keras ParameterServerStrategy anchor runs for `case` (says why not)."""
+    import importlib.util
+
+    from pss_anchor import SUPPORTED
+
+    if case.name not in SUPPORTED:
+        print(f"  [{case.name}] no tf_keras PSS anchor for this case (only {sorted(SUPPORTED)})")
+        return False
+    if importlib.util.find_spec("tf_keras") is None:
+        print("  tf_keras PSS anchor skipped: pip install -e '.[bench]' (tf_keras)")
+        return False
+    return True
+
+
+def run_pss_anchor(case: Case, data: Path, threads: int) -> dict[str, Any]:
+    from pss_anchor import SUPPORTED, run_anchor
+
+    model_def, params, batch = SUPPORTED[case.name]
+    if (model_def, params, batch) != (case.model_def, case.params, case.batch):
+        raise RuntimeError(f"pss_anchor.SUPPORTED[{case.name!r}] differs from the case")
+    return run_anchor(case.name, data, threads)
 
 
 # --------------------------------------------------------------------------- elasticdl side
@@ -495,25 +526,34 @@ def profile_worker(case: Case, data: Path, root: Path, threads: int, use_cprofil
             batch_ends.append(time.perf_counter())
 
     Trainer.train_batch = train_batch_noting_end
-    Trainer._pull = phases.wrap("  _pull: pull rpc + Variable.assign", Trainer._pull)
-    PSClient.pull = phases.wrap("    PSClient.pull (rpc + decode)", PSClient.pull)
-    PSClient.push_gradients = phases.wrap("  PSClient.push_gradients", PSClient.push_gradients)
+    # The trainer's internals change; a method that is gone is left untimed (said below).
+    untimed: list[str] = []
+
+    def wrap_method(owner: type, attr: str, label: str) -> None:
+        if not callable(getattr(owner, attr, None)):
+            untimed.append(f"{owner.__name__}.{attr}")
+            return
+        setattr(owner, attr, phases.wrap(label, getattr(owner, attr)))
+
+    wrap_method(Trainer, "_pull", "  _pull: pull rpc + Variable.assign")
+    wrap_method(PSClient, "pull", "    PSClient.pull (rpc + decode)")
+    wrap_method(PSClient, "push_gradients", "  PSClient.push_gradients")
+    wrap_method(Trainer, "ensure_built", "ensure_built")
     Trainer.batch_size = staticmethod(phases.wrap("batch_size(labels)", Trainer.batch_size))
-    Trainer.ensure_built = phases.wrap("ensure_built", Trainer.ensure_built)
     original_build = Trainer._build
     original_batches = Trainer.batches
 
     trainers: list[Any] = []
 
-    def build(self: Any, records: list[bytes]) -> None:
-        original_build(self, records)
+    def build(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_build(self, *args, **kwargs)
         trainers.append(self)
         self._traced_step = self._step
         self._step = phases.wrap("  compiled step (tf.function)", self._step)
 
-    def batches(self: Any, records: list[bytes], metadata: Any) -> Iterator[Any]:
+    def batches(self: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
         dataset = phases.wrap("task pipeline build (dataset_fn)", original_batches)(
-            self, records, metadata
+            self, *args, **kwargs
         )
         return phases.timed_iter(
             "next minibatch (tf.data)", "first minibatch of a task (tf.data)", dataset
@@ -525,7 +565,7 @@ def profile_worker(case: Case, data: Path, root: Path, threads: int, use_cprofil
 
     def stub_init(self: Any, channel: Any) -> None:
         original_stub(self, channel)
-        for method in ("get_task", "report_progress", "report_task_result"):
+        for method in ("get_task", "report_progress", "report_task_result", "finish_task"):
             setattr(self, method, TimedCallable(phases, f"master.{method}", getattr(self, method)))
 
     elasticdl_pb2_grpc.MasterStub.__init__ = stub_init
@@ -559,6 +599,13 @@ def profile_worker(case: Case, data: Path, root: Path, threads: int, use_cprofil
         ps_log.close()
         server.stop(None)
     steps = phases.calls["train_batch (total)"]
+    if not batch_ends or tasks.records_trained == 0:
+        raise RuntimeError(
+            f"the worker loop trained nothing ({tasks.records_trained} records); see its log "
+            "above (a timer above may no longer fit the trainer's methods)"
+        )
+    if untimed:
+        print(f"not timed (no longer in the runtime): {', '.join(untimed)}")
     print(
         f"\nworker loop: {wall:.2f} s for {tasks.records_trained} records, {steps} minibatches, "
         f"{len(shards)} tasks (includes importing TensorFlow and building the model)"
@@ -609,6 +656,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--profile", choices=sorted(CASES), help="profile the worker loop instead")
     ap.add_argument("--cprofile", action="store_true", help="with --profile: add cProfile")
+    ap.add_argument(
+        "--no-anchor",
+        dest="anchor",
+        action="store_false",
+        help="skip the tf_keras ParameterServerStrategy anchor (bench/pss_anchor.py)",
+    )
     ap.add_argument("--keras-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -652,13 +705,19 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         pairs = []
+        anchors: list[tuple[dict, dict]] = []
+        anchor = args.anchor and pss_available(case)
         for repeat in range(repeats):
             load = wait_quiet(quiet_wait)
             keras = keras_in_subprocess(case, data, args.threads, epochs)
             load = max(load, wait_quiet(quiet_wait))
             edl = elastic_train(case, data, root, args.threads, epochs, tag=f"-r{repeat}")
             print(f"  [{repeat + 1}/{repeats}] other processes' load before: {load:.2f} cores")
+            pss = run_pss_anchor(case, data, args.threads) if anchor else None
             pairs.append((keras, edl))
+            if pss is not None:
+                anchors.append((pss, edl))
+                print(f"  [{repeat + 1}/{repeats}] tf_keras PSS: {rounded(pss)}", flush=True)
             shown = {k: v for k, v in edl.items() if k not in ("timeline", "t0")}
             print(f"  [{repeat + 1}/{repeats}] keras: {rounded(keras)}", flush=True)
             print(f"  [{repeat + 1}/{repeats}] elasticdl: {rounded(shown)}", flush=True)
@@ -694,6 +753,26 @@ def main(argv: list[str] | None = None) -> int:
                 for k, e in pairs
             ),
         )
+        if anchors:
+            result(
+                f"{name}_pss_records_per_s",
+                statistics.median(p["records_per_s"] for p, _ in anchors),
+            )
+            result(
+                f"{name}_pss_steady_records_per_s",
+                statistics.median(p["steady_records_per_s"] for p, _ in anchors),
+            )
+            result(
+                f"{name}_ratio_steady_over_pss",
+                statistics.median(
+                    e["steady_records_per_s"] / p["steady_records_per_s"] for p, e in anchors
+                ),
+                ">=1.0",
+            )
+            result(
+                f"{name}_ratio_incl_startup_over_pss",
+                statistics.median(e["records_per_s"] / p["records_per_s"] for p, e in anchors),
+            )
         result(
             f"{name}_other_processes_cores_busy",
             statistics.median(

@@ -49,6 +49,11 @@ class MasterStub:
                 request_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.ReportTaskResultRequest.SerializeToString,
                 response_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.Empty.FromString,
                 _registered_method=True)
+        self.finish_task = channel.unary_unary(
+                '/elasticdl.Master/finish_task',
+                request_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.ReportTaskResultRequest.SerializeToString,
+                response_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.Task.FromString,
+                _registered_method=True)
         self.report_evaluation_metrics = channel.unary_unary(
                 '/elasticdl.Master/report_evaluation_metrics',
                 request_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.ReportEvaluationMetricsRequest.SerializeToString,
@@ -88,6 +93,14 @@ class MasterServicer:
 
     def report_task_result(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def finish_task(self, request, context):
+        """report_task_result and then get_task for the same worker, in one call: the next task (or
+        WAIT / no more work) answers the result. One round trip per task boundary.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -133,6 +146,11 @@ def add_MasterServicer_to_server(servicer, server):
                     servicer.report_task_result,
                     request_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.ReportTaskResultRequest.FromString,
                     response_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.Empty.SerializeToString,
+            ),
+            'finish_task': grpc.unary_unary_rpc_method_handler(
+                    servicer.finish_task,
+                    request_deserializer=elasticdl_dot_proto_dot_elasticdl__pb2.ReportTaskResultRequest.FromString,
+                    response_serializer=elasticdl_dot_proto_dot_elasticdl__pb2.Task.SerializeToString,
             ),
             'report_evaluation_metrics': grpc.unary_unary_rpc_method_handler(
                     servicer.report_evaluation_metrics,
@@ -236,6 +254,33 @@ class Master:
             '/elasticdl.Master/report_task_result',
             elasticdl_dot_proto_dot_elasticdl__pb2.ReportTaskResultRequest.SerializeToString,
             elasticdl_dot_proto_dot_elasticdl__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def finish_task(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/elasticdl.Master/finish_task',
+            elasticdl_dot_proto_dot_elasticdl__pb2.ReportTaskResultRequest.SerializeToString,
+            elasticdl_dot_proto_dot_elasticdl__pb2.Task.FromString,
             options,
             channel_credentials,
             insecure,

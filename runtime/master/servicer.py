@@ -104,32 +104,37 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     def get_task(self, request: pb.GetTaskRequest, context: grpc.ServicerContext) -> pb.Task:
         self._admit(request.worker_id, context)
         with self.lock:
-            version = self.stats.model_version
-            if self.stop_at_version and version >= self.stop_at_version:
-                self.tasks.stop_training(
-                    f"MaxStepsStopping: model version {version} reached max_steps "
-                    f"{self.stop_at_version}",
-                    self._clock(),
-                )
-            task = self.tasks.get(request.worker_id, self._clock())
-            if task is not None and self.dispatch_hook is not None:
-                self.dispatch_hook(request.worker_id)
-            if task is None:
-                if self.tasks.failure is not None or (self.tasks.finished and self._released):
-                    return NO_MORE_TASKS
-                return WAIT_TASK
-            return pb.Task(
-                task_id=task.task_id,
-                shard_name=task.shard.file,
-                start=task.shard.start,
-                end=task.shard.end,
-                type=int(task.type),
-                epoch=task.epoch,
-                model_version=task.model_version,
-                skip=task.skip,
-                shuffle_seed=task.shuffle_seed,
-                extended_config=self._task_config(task) if self._task_config else None,
+            return self._next_task(request.worker_id)
+
+    def _next_task(self, worker_id: int) -> pb.Task:
+        """The worker's next task (the lock held): MaxStepsStopping is checked first, and the
+        dispatch hook runs before the task leaves."""
+        version = self.stats.model_version
+        if self.stop_at_version and version >= self.stop_at_version:
+            self.tasks.stop_training(
+                f"MaxStepsStopping: model version {version} reached max_steps "
+                f"{self.stop_at_version}",
+                self._clock(),
             )
+        task = self.tasks.get(worker_id, self._clock())
+        if task is None:
+            if self.tasks.failure is not None or (self.tasks.finished and self._released):
+                return NO_MORE_TASKS
+            return WAIT_TASK
+        if self.dispatch_hook is not None:
+            self.dispatch_hook(worker_id)
+        return pb.Task(
+            task_id=task.task_id,
+            shard_name=task.shard.file,
+            start=task.shard.start,
+            end=task.shard.end,
+            type=int(task.type),
+            epoch=task.epoch,
+            model_version=task.model_version,
+            skip=task.skip,
+            shuffle_seed=task.shuffle_seed,
+            extended_config=self._task_config(task) if self._task_config else None,
+        )
 
     def report_progress(
         self, request: pb.ReportProgressRequest, context: grpc.ServicerContext
@@ -147,19 +152,31 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     ) -> pb.Empty:
         self._admit(request.worker_id, context)
         with self.lock:
-            records_done = request.exec_counters.get("records_done", -1)
-            owned = any(t.task_id == request.task_id for t in self.tasks.doing(request.worker_id))
-            self.tasks.report_result(
-                request.worker_id,
-                request.task_id,
-                request.err_message,
-                self._clock(),
-                records_done=records_done,
-            )
-            if owned and not request.err_message:
-                self.stats.tasks_done[request.worker_id] += 1
-                self.stats.nonfinite_records += request.exec_counters.get("nonfinite_records", 0)
+            self._take_result(request)
         return pb.Empty()
+
+    def finish_task(
+        self, request: pb.ReportTaskResultRequest, context: grpc.ServicerContext
+    ) -> pb.Task:
+        """`report_task_result` then `get_task`, under one lock hold: one call per task."""
+        self._admit(request.worker_id, context)
+        with self.lock:
+            self._take_result(request)
+            return self._next_task(request.worker_id)
+
+    def _take_result(self, request: pb.ReportTaskResultRequest) -> None:
+        records_done = request.exec_counters.get("records_done", -1)
+        owned = any(t.task_id == request.task_id for t in self.tasks.doing(request.worker_id))
+        self.tasks.report_result(
+            request.worker_id,
+            request.task_id,
+            request.err_message,
+            self._clock(),
+            records_done=records_done,
+        )
+        if owned and not request.err_message:
+            self.stats.tasks_done[request.worker_id] += 1
+            self.stats.nonfinite_records += request.exec_counters.get("nonfinite_records", 0)
 
     def report_evaluation_metrics(
         self, request: pb.ReportEvaluationMetricsRequest, context: grpc.ServicerContext

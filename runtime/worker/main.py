@@ -205,10 +205,11 @@ def run(args: argparse.Namespace) -> int:
     progress = _Progress(master)
     log.info("worker %d ready for %s (master %s)", worker_id, config.job_type, args.master_addr)
 
-    while not _Stop.requested:
-        task = master.get_task(pb.GetTaskRequest(worker_id=worker_id), timeout=60)
+    task = None if _Stop.requested else _get_task(master, worker_id)
+    while task is not None and not _Stop.requested:
         if task.type == pb.WAIT:
             time.sleep(0.2)
+            task = _get_task(master, worker_id)
             continue
         if task.task_id == 0:
             log.info("worker %d: no more tasks", worker_id)
@@ -229,19 +230,28 @@ def run(args: argparse.Namespace) -> int:
         if _Stop.requested and task.type == pb.TRAINING:
             log.info("worker %d: SIGTERM, stopped after the current minibatch", worker_id)
             break
-        master.report_task_result(
-            pb.ReportTaskResultRequest(
-                worker_id=worker_id,
-                task_id=task.task_id,
-                err_message=error,
-                exec_counters={"records_done": done, "nonfinite_records": nonfinite},
-            ),
-            timeout=60,
+        result = pb.ReportTaskResultRequest(
+            worker_id=worker_id,
+            task_id=task.task_id,
+            err_message=error,
+            exec_counters={"records_done": done, "nonfinite_records": nonfinite},
         )
+        if _Stop.requested:
+            master.report_task_result(result, timeout=60)
+            break
+        # The result and the next task in one call; a task taken just before a SIGTERM is
+        # left unstarted, and the master requeues it when this worker exits.
+        task = master.finish_task(result, timeout=60)
     if ps is not None:
         ps.close()
     channel.close()
     return 0
+
+
+def _get_task(master: Any, worker_id: int) -> Any:
+    from elasticdl.proto import elasticdl_pb2 as pb
+
+    return master.get_task(pb.GetTaskRequest(worker_id=worker_id), timeout=60)
 
 
 def _short_tb() -> str:

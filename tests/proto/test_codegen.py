@@ -49,6 +49,7 @@ def test_services_and_round_trip():
         "get_task",
         "report_progress",
         "report_task_result",
+        "finish_task",
         "report_evaluation_metrics",
         "report_version",
         "scale_workers",

@@ -69,6 +69,7 @@ def test_only_live_worker_ids_get_tasks_and_odd_calls_do_no_harm(master):
             lambda: stub.get_task(pb.GetTaskRequest(worker_id=77), timeout=5),
             lambda: stub.report_progress(pb.ReportProgressRequest(worker_id=77, task_id=1)),
             lambda: stub.report_task_result(pb.ReportTaskResultRequest(worker_id=77, task_id=1)),
+            lambda: stub.finish_task(pb.ReportTaskResultRequest(worker_id=77, task_id=1)),
             lambda: stub.report_version(pb.ReportVersionRequest(worker_id=-1, model_version=9)),
         ):
             assert _code(call) == grpc.StatusCode.PERMISSION_DENIED
@@ -83,6 +84,7 @@ def test_only_live_worker_ids_get_tasks_and_odd_calls_do_no_harm(master):
         live.discard(3)  # the worker died
         done = pb.ReportTaskResultRequest(worker_id=3, task_id=task.task_id)
         assert _code(lambda: stub.report_task_result(done)) == grpc.StatusCode.PERMISSION_DENIED
+        assert _code(lambda: stub.finish_task(done)) == grpc.StatusCode.PERMISSION_DENIED
     assert servicer.tasks.finished_tasks == 0 and servicer.stats.model_version == 0
     assert dict(servicer.stats.tasks_done) == {}
 
@@ -141,3 +143,30 @@ def test_tls_channels_carry_the_secret_and_plain_clients_are_shut_out(tmp_path):
         server.stop(None)
     with pytest.raises(auth.AuthError, match=r"tls\.crt and tls\.key"):
         auth.load_tls(tmp_path / "nothing")
+
+
+def test_finish_task_reports_a_result_and_hands_out_the_next_task_in_one_call(master):
+    servicer, address, credentials = master
+    servicer.admit_workers(lambda: {3})
+    with auth.channel(address, credentials) as channel:
+        stub = elasticdl_pb2_grpc.MasterStub(channel)
+        first = stub.get_task(pb.GetTaskRequest(worker_id=3))
+        done = {"records_done": first.end - first.start}
+        second = stub.finish_task(
+            pb.ReportTaskResultRequest(worker_id=3, task_id=first.task_id, exec_counters=done)
+        )
+        assert second.task_id not in (0, first.task_id)
+        assert servicer.tasks.finished_tasks == 1
+        assert [t.task_id for t in servicer.tasks.doing(3)] == [second.task_id]
+        # The same result twice (a retried call) counts once; nothing is left to hand out
+        # while the worker's second task runs.
+        again = stub.finish_task(
+            pb.ReportTaskResultRequest(worker_id=3, task_id=first.task_id, exec_counters=done)
+        )
+        assert servicer.tasks.finished_tasks == 1 and again.type == pb.WAIT
+        last = stub.finish_task(
+            pb.ReportTaskResultRequest(worker_id=3, task_id=second.task_id, exec_counters=done)
+        )
+        assert (last.task_id, last.type) == (0, pb.TASK_TYPE_UNSPECIFIED), "no more work"
+    assert servicer.tasks.finished and servicer.tasks.records_trained == 20
+    assert dict(servicer.stats.tasks_done) == {3: 2}

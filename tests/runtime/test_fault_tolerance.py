@@ -375,7 +375,8 @@ def test_a_new_master_resumes_from_the_checkpoint_of_a_killed_one(
     assert covered == sum(point.resumed.covered.values())
     earlier = sum(point.resumed.trained.values())
     assert report["records"]["redone"] == earlier - covered, report["records"]
-    assert_records_accounted(report)
+    # Redone: only those (the killed run may have journaled minibatches past its checkpoint).
+    assert_records_accounted(report, max_redone=earlier - covered)
     assert f"resumed from model version {version}" in summary_line(report)
 
     # The killed job's applied-records progress (task id -> records) is restored only into

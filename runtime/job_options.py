@@ -580,6 +580,15 @@ TRAIN: tuple[Option, ...] = (
         takes=_JOB_CONFIG,
     ),
     Option("seed", "random seed of the data order and the model", int, 0, takes=_JOB_CONFIG),
+    Option(
+        "keras_version",
+        "Keras of every process of the job: 2 (tf_keras, for Keras 2 model files), 3, or "
+        "auto (2 when the model file needs it: feature columns, tf_keras imports, ...)",
+        default="auto",
+        choices=("auto", "2", "3"),
+        group="model",
+        takes=_JOB_CONFIG,
+    ),
     Option("shuffle", "shuffle the tasks of each epoch", bool, True, takes=_JOB_CONFIG),
     Option(
         "tls_dir",

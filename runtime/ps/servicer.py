@@ -308,7 +308,9 @@ def parameters_of(config: JobConfig) -> Parameters:
     push_model; the optimizer itself is created once, when the model arrives.
     """
     spec = config.load_spec()
-    return Parameters(lambda: spec.instantiate().optimizer, policy_of(config))
+    from elasticdl.runtime.ps.keras2_optimizer import as_keras3
+
+    return Parameters(lambda: as_keras3(spec.instantiate().optimizer), policy_of(config))
 
 
 def model_shapes(config: JobConfig) -> dict[str, tuple[int, ...]] | None:

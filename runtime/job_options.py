@@ -587,6 +587,7 @@ TRAIN: tuple[Option, ...] = (
         default="auto",
         choices=("auto", "2", "3"),
         group="model",
+        engines=BOTH,
         takes=_JOB_CONFIG,
     ),
     Option("shuffle", "shuffle the tasks of each epoch", bool, True, takes=_JOB_CONFIG),

@@ -9,7 +9,8 @@ servers, workers) must agree.
 
 The job's mode (`--keras_version`): `2` or `3` as given, or `auto`: Keras 2 when the model
 file's source shows a Keras 2 marker (`markers`), or when the model fails to import or build
-under Keras 3 and builds under Keras 2 (the master probes that); Keras 3 otherwise. The master
+under Keras 3 and builds under Keras 2 (the master probes that, unless the file imports `keras`
+itself); Keras 3 otherwise. The master
 writes the resolved mode into the job config; each PS and worker applies it before it imports
 TensorFlow (`apply`), and the local launcher puts it in their environment too (`env_for`).
 
@@ -83,6 +84,23 @@ def markers(source: str) -> list[str]:
         elif isinstance(node, ast.Name) and node.id in _NAME_MARKERS:
             add(f"uses {_NAME_MARKERS[node.id]}")
     return found
+
+
+def imports_keras3(source: str) -> bool:
+    """Whether the file imports the `keras` package itself (Keras 3 objects: another Keras
+    would not help it, so it needs no probe)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(
+            a.name == "keras" or a.name.startswith("keras.") for a in node.names
+        ):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "keras":
+            return True
+    return False
 
 
 def decide(flag: str, found_markers: list[str], keras3_error: str, keras2_builds: bool) -> str:

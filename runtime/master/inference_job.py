@@ -229,6 +229,8 @@ class InferenceJob:
         when this one imported TensorFlow with the other Keras (keras_switch.py)."""
         o = self.options
         if not keras_switch.ensure(self._keras_version()):
+            if self._manager_factory is not LocalInstanceManager:
+                raise keras_switch.cannot_switch(self._keras)
             child = dataclasses.replace(o, job_name=self.job_name)
             return keras_switch.run_elsewhere(o.job_type, child, self._keras)
         config, shards, facts, work = self._prepare()

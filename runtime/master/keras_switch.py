@@ -79,14 +79,18 @@ def _probe_elsewhere(zoo_root: Path, model_def: str, params: str, mode: str) -> 
 
 
 def resolve(flag: str, zoo_root: Path, model_def: str, params: str) -> str:
-    """The job's Keras mode: the flag, else what the model file needs (keras_mode.decide)."""
+    """The job's Keras mode: the flag, else what the model file needs (keras_mode.decide).
+
+    The probe (import and construct the model under Keras 3, then under Keras 2 if that
+    failed) runs only for a file with no Keras 2 marker that does not import `keras` itself."""
     if flag in (keras_mode.KERAS2, keras_mode.KERAS3):
         keras_mode.check_installed(flag)
         return flag
     path = _model_file(zoo_root, model_def)
-    found = keras_mode.markers(path.read_text()) if path else []
+    source = path.read_text() if path else ""
+    found = keras_mode.markers(source)
     error, keras2_builds = "", False
-    if not found:
+    if not found and not keras_mode.imports_keras3(source):
         error = _error_in(keras_mode.KERAS3, zoo_root, model_def, params)
         if error and _tf_keras_installed():
             keras2_builds = not _error_in(keras_mode.KERAS2, zoo_root, model_def, params)
@@ -119,6 +123,16 @@ def ensure(mode: str) -> bool:
         return False
     keras_mode.apply(mode)
     return True
+
+
+def cannot_switch(mode: str) -> ValueError:
+    """The error when the job needs another Keras and its instances cannot follow a child
+    master (pods): this process imported TensorFlow with the other Keras already."""
+    return ValueError(
+        f"the model needs Keras {mode}, and this process imported TensorFlow with Keras "
+        f"{keras_mode.current()} while deciding; give --keras_version={mode} (or start it with "
+        f"{keras_mode.ENV}={'1' if mode == keras_mode.KERAS2 else '0'})"
+    )
 
 
 _BAD_INPUT = {"ValueError": ValueError, "FileNotFoundError": FileNotFoundError}

@@ -225,6 +225,12 @@ def test_keras_mode_decision_table(flag, markers, keras3_error, keras2_builds, m
     assert keras_mode.decide(flag, markers, keras3_error, keras2_builds) == mode
 
 
+def test_a_file_importing_keras_itself_is_keras3_without_a_probe():
+    assert keras_mode.imports_keras3("import keras\nfrom keras import layers\n")
+    assert keras_mode.imports_keras3("from keras.layers import Dense\n")
+    assert not keras_mode.imports_keras3("import tensorflow as tf\nimport tf_keras\n")
+
+
 def test_auto_picks_keras2_for_keras2_files_and_keras3_for_a_plain_one(zoo):
     assert keras_switch.resolve("auto", zoo, "keras2_ctr.custom_model", "") == "2"
     assert keras_switch.resolve("auto", zoo, "plain.custom_model", "") == "3"
@@ -252,7 +258,7 @@ def test_input_fn_records_model_trains_to_an_accuracy(zoo, tmp_path):
         data=str(tmp_path / "train.recordio"),
         validation_data=str(tmp_path / "test.recordio"),
         output=str(tmp_path / "model"),
-        num_workers=2,
+        num_workers=1,
         num_ps=1,
         minibatch_size=32,
         records_per_task=128,

@@ -114,7 +114,7 @@ class InferenceJob:
     def _keras_version(self) -> str:
         """The Keras mode of the trained model's file (as its training job decided it)."""
         o = self.options
-        trained = read_trained_model(o.trained_model).trained
+        trained = _trained_message(o.trained_model)
         zoo_url = o.model_zoo or trained.model_zoo or None
         if zoo_url and trained.model_zoo_commit and not o.model_zoo and "@" not in zoo_url:
             zoo_url = f"{zoo_url}@{trained.model_zoo_commit}"
@@ -465,6 +465,22 @@ def _trained_flags(trained: Any, zoo: Any) -> dict[str, str | None]:
         for role, source in recorded.items()
         if source and plain.sources.get(role) != source
     }
+
+
+def _trained_message(url: str) -> Any:
+    """The TrainedModel message alone (read_trained_model, which also reads the parameters,
+    says what is wrong when it cannot be read)."""
+    from elasticdl.proto import elasticdl_pb2 as pb
+    from elasticdl.runtime.trained_model import TRAINED_MODEL_FILE
+
+    try:
+        fs, root = fsspec.core.url_to_fs(url)
+        trained = pb.TrainedModel.FromString(
+            fs.cat_file(f"{root.rstrip('/')}/{TRAINED_MODEL_FILE}")
+        )
+    except Exception:  # noqa: BLE001 - the full reader words the error
+        return read_trained_model(url).trained
+    return trained if trained.model_def else read_trained_model(url).trained
 
 
 def _absolute(url: str) -> str:

@@ -27,7 +27,9 @@ COPY steps ./steps
 COPY workflows ./workflows
 COPY proto ./proto
 COPY model_zoo ./model_zoo
+# tf_keras (Keras 2 model files) without its `tensorflow` requirement: tensorflow-cpu provides it.
 RUN python -m pip install . \
+    && python -m pip install --no-deps "tf_keras==2.21.*" \
     && mkdir -p /opt/elasticdl \
     && python -m pip freeze --exclude elasticdl > /opt/elasticdl/constraints.txt
 

@@ -32,6 +32,7 @@ _RESOLVED_DEFAULTS = {
     "grads_to_wait": 1,
     "num_workers": 1,
     "trained_model": "",
+    "keras_version": "3",
 }
 
 
@@ -108,9 +109,14 @@ class JobConfig:
 
 
 def configure_tensorflow(config: JobConfig) -> None:
-    """Apply per-process TensorFlow settings before any op runs."""
-    import keras
+    """Apply per-process TensorFlow settings before any op runs (the Keras mode first: it
+    must be set before TensorFlow is imported, see runtime/keras_mode.py)."""
+    from elasticdl.runtime import keras_mode
+
+    keras_mode.apply(config.keras_version)
     import tensorflow as tf
+
+    keras = keras_mode.keras()
 
     if config.intra_op_threads > 0:
         tf.config.threading.set_intra_op_parallelism_threads(config.intra_op_threads)

@@ -588,6 +588,16 @@ TRAIN: tuple[Option, ...] = (
         takes=_JOB_CONFIG,
     ),
     Option(
+        "keras_version",
+        "Keras of every process of the job: 2 (tf_keras, for Keras 2 model files), 3, or "
+        "auto (2 when the model file needs it: feature columns, tf_keras imports, ...)",
+        default="auto",
+        choices=("auto", "2", "3"),
+        group="model",
+        engines=BOTH,
+        takes=_JOB_CONFIG,
+    ),
+    Option(
         "staleness_tolerance",
         "async: a push up to this many model versions behind is applied at the full learning "
         "rate, an older one at rate x tolerance / staleness (0: always the full rate)",

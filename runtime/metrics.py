@@ -80,6 +80,8 @@ def merge(states: Iterable[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
 
 def compute(metrics: EvalMetrics, state: Mapping[str, np.ndarray]) -> dict[str, float]:
     """Metric values from merged state; `metrics` must be a fresh EvalMetrics of the spec."""
+    import tensorflow as tf
+
     values: dict[str, float] = {}
     for key, value in state.items():
         kind, _, name = key.partition("/")
@@ -91,7 +93,8 @@ def compute(metrics: EvalMetrics, state: Mapping[str, np.ndarray]) -> dict[str, 
         for i, variable in enumerate(metric.variables):
             key = f"keras/{name}/{i}"
             if key in state:
-                variable.assign(np.asarray(state[key], dtype=variable.dtype))
+                dtype = tf.as_dtype(variable.dtype).as_numpy_dtype  # Keras 3 str, Keras 2 DType
+                variable.assign(np.asarray(state[key], dtype=dtype))
         if any(k.startswith(f"keras/{name}/") for k in state):
             values[name] = float(np.asarray(metric.result()))
     return values

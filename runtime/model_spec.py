@@ -7,7 +7,9 @@ zoo work. The symbol decides the style:
 1. *functions*: a function returning a Keras model, a Keras `Model` subclass without `default_*`
    methods, or a model instance; the module supplies `dataset_fn`, `loss`, `optimizer`,
    `eval_metrics_fn` (and optionally `callbacks`, `PredictionOutputsProcessor`,
-   `custom_data_reader`).
+   `custom_data_reader`). The first design document's files are of this style too: a
+   module-level `model`, `input_fn(records)` with `feature_columns()` / `label_columns()`
+   (runtime/records_input.py), `loss(output, labels)`, `optimizer(lr=...)`.
 2. *spec*: an `ElasticDLSpec` subclass; `create_*` methods supply every piece.
 3. *keras_defaults*: a Keras `Model` subclass with `default_input`, `default_loss`,
    `default_optimizer`, `default_metrics` methods, called on the constructed model.
@@ -71,12 +73,12 @@ class EvalMetrics:
     @classmethod
     def from_dict(cls, metrics: Mapping[str, Any] | None = None) -> EvalMetrics:
         """Split an `eval_metrics_fn()` result into Keras metrics and plain callables."""
-        import keras
+        from elasticdl.runtime.keras_mode import is_metric
 
         functions: dict[str, Callable[[Any, Any], Any]] = {}
         stateful: dict[str, Any] = {}
         for name, metric in (metrics or {}).items():
-            if isinstance(metric, keras.metrics.Metric):
+            if is_metric(metric):
                 stateful[name] = metric
             elif callable(metric):
                 functions[name] = metric
@@ -169,13 +171,23 @@ class ModelSpec:
                 raise self._missing(role)
         return ModelInstance(
             model=model,
-            dataset_fn=_dataset_adapter(pieces["dataset_fn"]),
+            dataset_fn=self._dataset_fn(pieces["dataset_fn"]),
             loss=_loss_adapter(pieces["loss"]),
             optimizer=pieces["optimizer"](**bind_params(pieces["optimizer"], self.params)),
             eval_metrics=_metrics_adapter(pieces.get("eval_metrics_fn"), self.params),
             callbacks=pieces.get("callbacks"),
             prediction_outputs_processor=pieces.get("prediction_outputs_processor"),
         )
+
+    def _dataset_fn(self, fn: Callable[..., Any]) -> Callable[[Any, Mode, Any], Any]:
+        """`dataset_fn` as (dataset, mode, metadata); an `input_fn(records)` with
+        `feature_columns()` in its module (the first design document) via RecordsInput."""
+        from elasticdl.runtime.records_input import RecordsInput, takes_records
+
+        columns = getattr(self.module, "feature_columns", None)
+        if callable(columns) and takes_records(fn):
+            return RecordsInput(fn, columns, getattr(self.module, "label_columns", None))
+        return _dataset_adapter(fn)
 
     def _build_model(self) -> Any:
         symbol = self.symbol
@@ -240,15 +252,15 @@ _FLAGS = {
 
 
 def _is_keras_model(obj: Any) -> bool:
-    import keras
+    from elasticdl.runtime.keras_mode import is_keras_model
 
-    return isinstance(obj, keras.Model)
+    return is_keras_model(obj)
 
 
 def _is_keras_model_class(obj: Any) -> bool:
-    import keras
+    from elasticdl.runtime.keras_mode import is_keras_model_class
 
-    return inspect.isclass(obj) and issubclass(obj, keras.Model)
+    return is_keras_model_class(obj)
 
 
 def _constructor(symbol: Any) -> Callable[..., Any]:

@@ -37,6 +37,9 @@ stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -e '.[dev]'
+  # Keras 2 model files (the keras2 extra) without tf_keras's `tensorflow` requirement:
+  # tensorflow-cpu provides it.
+  .venv/bin/python -m pip install --quiet --no-deps 'tf_keras==2.21.*'
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

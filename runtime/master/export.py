@@ -12,7 +12,9 @@ Layout of a model directory:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import inspect
 import io
 import json
 import logging
@@ -130,7 +132,11 @@ def _export_saved_model(model: Any, layers: dict[str, Any], features: Any, path:
     """Keras `model.export`; with embedding tables, their hash tables and rows are tracked
     and the signature takes the dtypes of `features` (int64 ids stay int64)."""
     if not layers:
-        model.export(str(path), verbose=False)
+        if "verbose" in inspect.signature(model.export).parameters:
+            model.export(str(path), verbose=False)
+        else:  # Keras 2 (tf_keras) has no `verbose`: its summary goes to stdout
+            with contextlib.redirect_stdout(io.StringIO()):
+                model.export(str(path))
         return
     import keras
     import tensorflow as tf

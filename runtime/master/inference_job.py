@@ -22,6 +22,7 @@ master (its workers finish their minibatch; the report, status "stopped", is in 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -35,13 +36,14 @@ from typing import Any
 
 import fsspec
 
-from elasticdl.runtime import auth
+from elasticdl.runtime import auth, keras_mode
 from elasticdl.runtime import prediction_output as parts
 from elasticdl.runtime.data.metadata import DatasetMetadata
 from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import Shard, plan_shards
 from elasticdl.runtime.job_config import JobConfig, host_port
+from elasticdl.runtime.master import keras_switch
 from elasticdl.runtime.master import report as views
 from elasticdl.runtime.master.bounds import job_bound
 from elasticdl.runtime.master.chaos import parse_chaos
@@ -105,8 +107,22 @@ class InferenceJob:
         self._manager_factory = instance_manager_factory or LocalInstanceManager
         self.job_name = options.job_name or f"{options.job_type}-{uuid.uuid4().hex[:8]}"
         self.events = EventLog()
+        self._keras = keras_mode.current()
 
     # -- preparation ---------------------------------------------------------------------------
+
+    def _keras_version(self) -> str:
+        """The Keras mode of the trained model's file (as its training job decided it)."""
+        o = self.options
+        trained = _trained_message(o.trained_model)
+        zoo_url = o.model_zoo or trained.model_zoo or None
+        if zoo_url and trained.model_zoo_commit and not o.model_zoo and "@" not in zoo_url:
+            zoo_url = f"{zoo_url}@{trained.model_zoo_commit}"
+        root = resolve_zoo(zoo_url).root
+        self._keras = keras_switch.resolve(
+            "auto", root, trained.model_def, trained.model_def_params
+        )
+        return self._keras
 
     def _prepare(self) -> tuple[JobConfig, list[Shard], dict[str, Any], Path]:
         o = self.options
@@ -207,8 +223,16 @@ class InferenceJob:
     # -- the job -------------------------------------------------------------------------------
 
     def run(self) -> InferenceResult:
-        """Run the job to the end; raise ValueError/FileNotFoundError for bad input."""
+        """Run the job to the end; raise ValueError/FileNotFoundError for bad input.
+
+        The master runs in the Keras mode the model file needs: here, or in a child process
+        when this one imported TensorFlow with the other Keras (keras_switch.py)."""
         o = self.options
+        if not keras_switch.ensure(self._keras_version()):
+            if self._manager_factory is not LocalInstanceManager:
+                raise keras_switch.cannot_switch(self._keras)
+            child = dataclasses.replace(o, job_name=self.job_name)
+            return keras_switch.run_elsewhere(o.job_type, child, self._keras)
         config, shards, facts, work = self._prepare()
         task_type = TaskType.PREDICTION if o.job_type == "predict" else TaskType.EVALUATION
         task_manager = TaskManager(
@@ -419,6 +443,7 @@ def job_config(
         trained_model=trained_model,
         prediction_dir=prediction_dir,
         keep_columns=kept,
+        keras_version=keras_mode.current(),
     )
 
 
@@ -440,6 +465,22 @@ def _trained_flags(trained: Any, zoo: Any) -> dict[str, str | None]:
         for role, source in recorded.items()
         if source and plain.sources.get(role) != source
     }
+
+
+def _trained_message(url: str) -> Any:
+    """The TrainedModel message alone (read_trained_model, which also reads the parameters,
+    says what is wrong when it cannot be read)."""
+    from elasticdl.proto import elasticdl_pb2 as pb
+    from elasticdl.runtime.trained_model import TRAINED_MODEL_FILE
+
+    try:
+        fs, root = fsspec.core.url_to_fs(url)
+        trained = pb.TrainedModel.FromString(
+            fs.cat_file(f"{root.rstrip('/')}/{TRAINED_MODEL_FILE}")
+        )
+    except Exception:  # noqa: BLE001 - the full reader words the error
+        return read_trained_model(url).trained
+    return trained if trained.model_def else read_trained_model(url).trained
 
 
 def _absolute(url: str) -> str:

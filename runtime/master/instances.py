@@ -12,6 +12,7 @@ process is `exited`, `failed` or `killed` by its exit status; a pod may also be 
 from __future__ import annotations
 
 import abc
+import json
 import os
 import queue
 import shutil
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from elasticdl.runtime import keras_mode
 from elasticdl.runtime.job_config import host_port
 from elasticdl.runtime.master.exits import ExitKind, Role, kind_of_status
 
@@ -120,6 +122,15 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def _keras_version(config_path: Path) -> str:
+    """The job's Keras mode (job.json): its processes get it in their environment, so it is
+    in force before they import TensorFlow (runtime/keras_mode.py)."""
+    try:
+        return str(json.loads(config_path.read_text()).get("keras_version", keras_mode.KERAS3))
+    except (OSError, ValueError):
+        return keras_mode.KERAS3
+
+
 def _tail(path: Path, max_bytes: int = 4000) -> str:
     try:
         with path.open("rb") as f:
@@ -161,12 +172,15 @@ class LocalInstanceManager(InstanceManager):
         self.master_addr = master_addr
         self.log_dir = log_dir.resolve()
         self.host = host
-        self._env = {
-            **os.environ,
-            "PYTHONUNBUFFERED": "1",
-            "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
-            **(extra_env or {}),
-        }
+        self._env = keras_mode.env_for(
+            _keras_version(self.config_path),
+            {
+                **os.environ,
+                "PYTHONUNBUFFERED": "1",
+                "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
+                **(extra_env or {}),
+            },
+        )
         self._lock = threading.Lock()
         self._running: dict[tuple[Role, int], _Process] = {}
         self._ps_ports: dict[int, int] = {}

@@ -37,6 +37,7 @@ from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import plan_shards
 from elasticdl.runtime.job_config import JobConfig, host_port
+from elasticdl.runtime.master import keras_switch
 from elasticdl.runtime.master import report as views
 from elasticdl.runtime.master.bounds import job_bound
 from elasticdl.runtime.master.chaos import parse_chaos
@@ -261,7 +262,20 @@ class TrainingJob:
     # -- the job -------------------------------------------------------------------------------
 
     def run(self) -> JobResult:
-        """Run the job to the end; raise ValueError/FileNotFoundError for bad input."""
+        """Run the job to the end; raise ValueError/FileNotFoundError for bad input.
+
+        The master runs in the job's Keras mode: here, or in a child process when this one
+        imported TensorFlow with the other Keras (keras_switch.py)."""
+        o = self.options
+        mode = keras_switch.resolve(
+            o.keras_version, resolve_zoo(o.model_zoo).root, o.model_def, o.params or ""
+        )
+        o.keras_version = mode
+        if not keras_switch.ensure(mode):
+            if self._manager_factory is not LocalInstanceManager:
+                raise keras_switch.cannot_switch(mode)
+            child = dataclasses.replace(o, job_name=self.job_name)
+            return keras_switch.run_elsewhere("train", child, mode)
         config, task_manager, sample, work = self._prepare()
         config, credentials = auth.secure(config, work, self.options.tls_dir)
         config_path = config.write(work / "job.json")
@@ -279,7 +293,6 @@ class TrainingJob:
         servicer.admit_workers(lambda: manager.alive(Role.WORKER))
         log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
         tasks = TaskState(servicer)
-        o = self.options
         supervisor = Supervisor(
             SupervisorConfig(
                 num_workers=o.num_workers,

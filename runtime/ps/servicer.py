@@ -391,7 +391,11 @@ def parameters_of(config: JobConfig) -> Parameters:
     from elasticdl.runtime.ps.learning_rate import ScheduledLearningRate
 
     spec = config.load_spec()
-    parameters = Parameters(lambda: spec.instantiate().optimizer, policy_of(config))
+    from elasticdl.runtime.ps.keras2_optimizer import as_keras3
+
+    parameters = Parameters(
+        lambda: as_keras3(spec.instantiate().optimizer), policy_of(config)
+    )
     callbacks = spec.job_callbacks()
     if callbacks.lr_by_version or callbacks.lr_by_epoch:
         per_epoch = config.versions_per_epoch

@@ -40,6 +40,8 @@ class TaskPipelines:
     def __init__(self, dataset_fn: Callable[[Any, Mode, Any], Any], minibatch_size: int) -> None:
         self._dataset_fn = dataset_fn
         self._minibatch_size = minibatch_size
+        if hasattr(dataset_fn, "records_per_call"):  # input_fn(records): one call a minibatch
+            dataset_fn.records_per_call = minibatch_size  # type: ignore[attr-defined]
         self._pipelines: dict[tuple[Any, ...], Any] = {}
         self._feed: Any = None
 

@@ -121,7 +121,7 @@ class Trainer:
                 tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
                 for g, v in zip(gradients, variables, strict=True)
             ]
-            return loss, dense, [v.value for v in state]
+            return loss, dense, [tf.convert_to_tensor(v) for v in state]
 
         everything = variables + state
         self._all_names = self._trainable_names + self._state_names

@@ -1,0 +1,1 @@
+"""ElasticDL v0.2's `elasticdl.feature_column` package (see `feature_column.py`)."""

@@ -173,7 +173,12 @@ def _validated(objects: list[dict[str, Any]], argo_version: str) -> list[dict[st
     from elasticdl.workflows.lint import lint_documents
 
     try:
-        problems = lint_documents(objects, source="rendered", argo_version=argo_version)
+        problems = lint_documents(
+            objects,
+            source="rendered",
+            argo_version=argo_version,
+            kubernetes_schemas="if_installed",
+        )
     except FileNotFoundError as err:
         print(f"elasticdl render: warning: not validated: {err}", file=sys.stderr)
         return objects

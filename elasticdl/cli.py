@@ -304,7 +304,11 @@ def _run_train(args: argparse.Namespace) -> int:
     if not result.succeeded:
         print(f"elasticdl: training failed: {result.error}", file=sys.stderr)
         return 1
+    from elasticdl.job_summary import ended_lines
+
     print(f"trained model written to {result.output}")
+    for line in ended_lines(result.report, result.output):
+        print(line)
     return 0
 
 
@@ -367,10 +371,11 @@ def _run_sql(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
         print(f"elasticdl: {result.kind} failed: {result.error}", file=sys.stderr)
         return 1
     if result.kind == "train":
-        metrics = result.report.get("metrics") or {}
+        from elasticdl.job_summary import ended_lines
+
         print(f"trained on {result.rows} row(s); model written to {result.model}")
-        if metrics:
-            print("metrics: " + ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
+        for line in ended_lines(result.report, result.model):
+            print(line)
     else:
         print(f"{result.rows} prediction(s) written to {result.table}")
     return 0

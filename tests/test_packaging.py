@@ -17,12 +17,15 @@ import json
 import re
 import subprocess
 import sys
+import tarfile
 import tomllib
 from pathlib import Path
 
 import pytest
 from packaging.markers import Marker
 from packaging.requirements import Requirement
+
+from elasticdl.zoo_commands import build_context_archive
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -176,9 +179,13 @@ def plain_install(tmp_path_factory) -> Path:
     """A fresh venv with the built wheel and exactly the declared dependencies importable;
     its bin directory."""
     base = tmp_path_factory.mktemp("plain")
+    # What the runtime image builds from (setuptools writes build/ beside the sources).
+    build_context_archive(ROOT, base / "context.tar.gz")
+    with tarfile.open(base / "context.tar.gz") as tar:
+        tar.extractall(base / "src", filter="data")
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
-        + ["-w", str(base / "dist"), str(ROOT)],
+        + ["-w", str(base / "dist"), str(base / "src")],
         capture_output=True,
         text=True,
         timeout=300,

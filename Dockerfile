@@ -2,6 +2,10 @@
 #
 #   docker build -t elasticdl/elasticdl:0.3.0.dev0 .
 #   docker build --build-arg BASE_IMAGE=python:3.12-slim --build-arg REVISION=$(git rev-parse HEAD) .
+#   docker build --build-arg ELASTICDL_EXTRAS=[gpu] -t elasticdl/elasticdl:0.3.0.dev0-gpu .
+#
+# TensorFlow is the `tensorflow` distribution: it trains on CPU, and on GPU in an image built
+# with ELASTICDL_EXTRAS=[gpu] (the CUDA libraries of `tensorflow[and-cuda]`).
 #
 # It has no ENTRYPOINT: Argo steps run `python -m elasticdl.steps.<name> ARGS...`, and a
 # model zoo's image (`elasticdl zoo init DIR`) starts FROM this one, adds the zoo at /model_zoo
@@ -27,8 +31,10 @@ COPY steps ./steps
 COPY workflows ./workflows
 COPY proto ./proto
 COPY model_zoo ./model_zoo
-# tf_keras (Keras 2 model files) without its `tensorflow` requirement: tensorflow-cpu provides it.
-RUN python -m pip install . \
+ARG ELASTICDL_EXTRAS=
+# tf_keras (Keras 2 model files) without its `tensorflow` requirement: the image's TensorFlow
+# provides it.
+RUN python -m pip install ".${ELASTICDL_EXTRAS}" \
     && python -m pip install --no-deps "tf_keras==2.21.*" \
     && mkdir -p /opt/elasticdl \
     && python -m pip freeze --exclude elasticdl > /opt/elasticdl/constraints.txt

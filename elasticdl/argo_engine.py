@@ -130,7 +130,12 @@ def add_argo_arguments(parser: argparse.ArgumentParser, job: str = "train") -> N
         help="do not verify the Argo server's TLS certificate",
     )
     d = ArgoOptions()
-    argo.add_argument("--argo_version", default=d.argo_version, choices=ARGO_VERSIONS)
+    argo.add_argument(
+        "--argo_version",
+        default=d.argo_version,
+        choices=ARGO_VERSIONS,
+        help="Argo Workflows version of the server (the workflow is valid for both)",
+    )
     from elasticdl.render_command import add_param_argument, add_workflow_settings
 
     add_workflow_settings(argo)

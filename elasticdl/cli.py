@@ -11,8 +11,10 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from elasticdl import __version__
+from elasticdl.runtime import job_options
 
 log = logging.getLogger("elasticdl")
 
@@ -41,9 +43,16 @@ def _add_data_commands(commands: argparse._SubParsersAction) -> None:
     gen = sub.add_parser("gen", help="write a built-in data set as sharded RecordIO")
     gen.add_argument("name", choices=sorted(DATASETS), metavar="NAME", help=", ".join(DATASETS))
     gen.add_argument("--output", required=True, help="output directory (path or fsspec URL)")
-    gen.add_argument("--num_records", type=_positive_int, required=True)
-    gen.add_argument("--records_per_file", type=_positive_int, default=None)
-    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--num_records", type=_positive_int, required=True, help="records to write")
+    gen.add_argument(
+        "--records_per_file",
+        type=_positive_int,
+        default=None,
+        help="records per file (default: all in one file)",
+    )
+    gen.add_argument(
+        "--seed", type=int, default=0, help="random seed: the same seed writes the same records"
+    )
     gen.add_argument(
         "--vocab_scale",
         type=float,
@@ -74,12 +83,21 @@ def _add_data_commands(commands: argparse._SubParsersAction) -> None:
         help="create the demo HR tables `employee` and `testdata` in a database",
     )
     sample.add_argument("--db", required=True, help="SQLAlchemy URL, e.g. sqlite:///hr.db")
-    sample.add_argument("--employees", type=_positive_int, default=4000)
-    sample.add_argument("--testdata", type=_positive_int, default=500)
+    sample.add_argument(
+        "--employees", type=_positive_int, default=4000, help="rows of the training table"
+    )
+    sample.add_argument(
+        "--testdata", type=_positive_int, default=500, help="rows of the table to predict on"
+    )
 
     plan = sub.add_parser("plan", help="print the (file, start, end) tasks of a data set")
-    plan.add_argument("location", metavar="PATH_OR_GLOB")
-    plan.add_argument("--records_per_task", type=_positive_int, default=1024)
+    plan.add_argument("location", metavar="PATH_OR_GLOB", help="file, directory, glob or URL")
+    plan.add_argument(
+        "--records_per_task",
+        type=_positive_int,
+        default=1024,
+        help="records per task, as the job's flag of that name",
+    )
 
 
 def _add_zoo_commands(commands: argparse._SubParsersAction) -> None:
@@ -103,6 +121,8 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
     train = commands.add_parser(
         "train",
         help="train a model-zoo model as an elastic job",
+        usage="%(prog)s --model_def MODEL_DEF --output OUTPUT (--data DATA | --sql SQL --db DB) "
+        "[options]",
         description="Train a model as an elastic job: a master hands data shards to workers "
         "that push gradients to parameter servers; workers may die or join at any time.",
     )
@@ -110,6 +130,22 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
     from elasticdl.argo_engine import add_argo_arguments
 
     add_argo_arguments(train, "train")
+    _tuck_away_argo(train, job_options.TRAIN)
+
+
+_ARGO_GROUP = "Argo Workflows (with --engine argo)"
+
+
+def _tuck_away_argo(parser: argparse.ArgumentParser, table: tuple[Any, ...]) -> None:
+    """The Argo and Kubernetes flags behind --help-all (see help_format.py)."""
+    from elasticdl.help_format import tuck_away
+
+    argo_only = {o.dest for o in table if o.engines == job_options.ARGO_ONLY}
+    tuck_away(
+        parser,
+        lambda action, group: group == _ARGO_GROUP or action.dest in argo_only,
+        "Argo Workflows and Kubernetes, for --engine argo",
+    )
 
 
 def _add_inference_commands(commands: argparse._SubParsersAction) -> None:
@@ -118,6 +154,8 @@ def _add_inference_commands(commands: argparse._SubParsersAction) -> None:
     predict = commands.add_parser(
         "predict",
         help="predict with a trained model over RecordIO data, elastically",
+        usage="%(prog)s --trained_model MODEL (--data DATA | --sql SQL --db DB) "
+        "[--output OUTPUT] [options]",
         description="Predict with a trained model: workers take record ranges, each writes "
         "one output part per range; every input record yields exactly one output row.",
     )
@@ -125,9 +163,11 @@ def _add_inference_commands(commands: argparse._SubParsersAction) -> None:
     from elasticdl.argo_engine import add_argo_arguments
 
     add_argo_arguments(predict, "predict")
+    _tuck_away_argo(predict, job_options.PREDICT)
     evaluate = commands.add_parser(
         "evaluate",
         help="compute a trained model's evaluation metrics on labelled data",
+        usage="%(prog)s --trained_model MODEL (--data DATA | --sql SQL --db DB) [options]",
         description="Evaluate a trained model: workers send additive metric state per record "
         "range; the master merges it into the metrics over all the data.",
     )
@@ -196,6 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_scale_command(commands)
     _add_data_commands(commands)
     _add_zoo_commands(commands)
+    from elasticdl.help_format import use_defaults_formatter
+
+    use_defaults_formatter(parser)
     return parser
 
 
@@ -261,7 +304,11 @@ def _run_train(args: argparse.Namespace) -> int:
     if not result.succeeded:
         print(f"elasticdl: training failed: {result.error}", file=sys.stderr)
         return 1
+    from elasticdl.job_summary import ended_lines
+
     print(f"trained model written to {result.output}")
+    for line in ended_lines(result.report, result.output):
+        print(line)
     return 0
 
 
@@ -324,10 +371,11 @@ def _run_sql(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
         print(f"elasticdl: {result.kind} failed: {result.error}", file=sys.stderr)
         return 1
     if result.kind == "train":
-        metrics = result.report.get("metrics") or {}
+        from elasticdl.job_summary import ended_lines
+
         print(f"trained on {result.rows} row(s); model written to {result.model}")
-        if metrics:
-            print("metrics: " + ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
+        for line in ended_lines(result.report, result.model):
+            print(line)
     else:
         print(f"{result.rows} prediction(s) written to {result.table}")
     return 0

@@ -73,7 +73,13 @@ def add_render_command(commands: argparse._SubParsersAction) -> None:
         for param in spec.params_on(Engine.ARGO):
             add_param_argument(job, param)
         out = parser.add_argument_group("what to print")
-        out.add_argument("--kind", default="workflow", choices=KINDS)
+        out.add_argument(
+            "--kind",
+            default="workflow",
+            choices=KINDS,
+            help="what to print: a Workflow to submit, a WorkflowTemplate for the Argo UI, or "
+            "a CronWorkflow (with --schedule)",
+        )
         out.add_argument(
             "--schedule",
             action="append",
@@ -122,8 +128,17 @@ def add_lint_command(commands: argparse._SubParsersAction) -> None:
         "cycles, undeclared parameters...); other Kubernetes objects with kubernetes-validate.",
     )
     lint.add_argument("files", nargs="+", metavar="FILE", help="YAML file, or - for stdin")
-    lint.add_argument("--argo_version", default="4", choices=["4", "3.7", "all"])
-    lint.add_argument("--kubernetes_version", default=KUBERNETES_VERSION)
+    lint.add_argument(
+        "--argo_version",
+        default="4",
+        choices=["4", "3.7", "all"],
+        help="Argo Workflows version whose schemas the Argo objects are checked against",
+    )
+    lint.add_argument(
+        "--kubernetes_version",
+        default=KUBERNETES_VERSION,
+        help="Kubernetes version whose schemas other objects are checked against",
+    )
 
 
 def argo_options(args: argparse.Namespace, semaphore: Any = None, **overrides: Any) -> Any:
@@ -173,7 +188,12 @@ def _validated(objects: list[dict[str, Any]], argo_version: str) -> list[dict[st
     from elasticdl.workflows.lint import lint_documents
 
     try:
-        problems = lint_documents(objects, source="rendered", argo_version=argo_version)
+        problems = lint_documents(
+            objects,
+            source="rendered",
+            argo_version=argo_version,
+            kubernetes_schemas="if_installed",
+        )
     except FileNotFoundError as err:
         print(f"elasticdl render: warning: not validated: {err}", file=sys.stderr)
         return objects

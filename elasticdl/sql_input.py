@@ -36,7 +36,14 @@ def converted(sql: str, db: str, label: str | None = None) -> Iterator[str]:
 
     work = tempfile.mkdtemp(prefix="elasticdl-sql-input-")
     try:
-        result = convert(db, sql, f"{work}/data", label=label or None, label_last=label is not None)
+        result = convert(
+            db,
+            sql,
+            f"{work}/data",
+            label=label or None,
+            label_last=label is not None,
+            internal=True,
+        )
         yield result.output
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -141,13 +141,18 @@ def add_arguments(
             continue
         if option.group not in groups:
             groups[option.group] = parser.add_argument_group(option.group)
-        kwargs: dict[str, Any] = {"dest": option.dest, "help": option.help or None}
+        kwargs: dict[str, Any] = {
+            "dest": option.dest,
+            "help": option.help or None,
+            "metavar": "BOOL" if option.type is bool else option.name.upper(),
+        }
         if option.required:
             kwargs["required"] = True
         else:
             kwargs["default"] = option.default
         if option.choices:
             kwargs["choices"] = list(option.choices)
+            del kwargs["metavar"]  # argparse shows {a,b}
         if option.type is not str or option.default is None:
             kwargs["type"] = _typed(option)
         flags = [f"--{option.name}", *(f"--{alias}" for alias in option.aliases)]
@@ -315,8 +320,15 @@ def _shared(minibatch_size: int, timeout_help: str, chaos_example: str) -> tuple
             minimum=0.0,
             field="task_timeout_floor_s",
         ),
-        Option("master_port", "0: any free port", int, 0, minimum=0, maximum=65535),
-        Option("chaos", f"scripted failures, e.g. {chaos_example}"),
+        Option(
+            "master_port",
+            "Port of the master's gRPC server (0: any free port)",
+            int,
+            0,
+            minimum=0,
+            maximum=65535,
+        ),
+        Option("chaos", f"Scripted failures to test elasticity, e.g. {chaos_example}"),
         Option(
             "intra_op_threads",
             "TensorFlow threads per worker/PS process (0: TensorFlow decides)",
@@ -326,15 +338,15 @@ def _shared(minibatch_size: int, timeout_help: str, chaos_example: str) -> tuple
             takes=_JOB_CONFIG,
         ),
         Option(
-            "job_name", "the job's name (default: a new one)", engines=NOWHERE, takes=_JOB_CONFIG
+            "job_name", "The job's name (default: a new one)", engines=NOWHERE, takes=_JOB_CONFIG
         ),
-        Option("log_dir", "job logs (default: a new temp directory)"),
+        Option("log_dir", "Where the job's logs go (default: a new temporary directory)"),
     )
 
 
 _ENGINE = Option(
     "engine",
-    "local: this machine; argo: submit the pipeline to --argo_server",
+    "local: this machine; argo: submit the pipeline to --argo_server (its flags: --help-all)",
     default="local",
     choices=(LOCAL, ARGO),
     engines=NOWHERE,
@@ -443,7 +455,7 @@ TRAIN: tuple[Option, ...] = (
     ),
     Option(
         "dataset_fn",
-        "the zoo's dataset function, when not the model's default",
+        "The zoo's dataset function (module.function), when not the model's own",
         default=None,
         aliases=("input_fn",),
         group="model",
@@ -451,21 +463,21 @@ TRAIN: tuple[Option, ...] = (
     ),
     Option(
         "loss",
-        "the zoo's loss function, when not the model's default",
+        "The zoo's loss function (module.function), when not the model's own",
         default=None,
         group="model",
         takes=_JOB_CONFIG,
     ),
     Option(
         "optimizer",
-        "the zoo's optimizer function, when not the model's default",
+        "The zoo's optimizer function (module.function), when not the model's own",
         default=None,
         group="model",
         takes=_JOB_CONFIG,
     ),
     Option(
         "eval_metrics_fn",
-        "the zoo's metrics function, when not the model's default",
+        "The zoo's metrics function (module.function), when not the model's own",
         default=None,
         group="model",
         takes=_JOB_CONFIG,
@@ -517,7 +529,7 @@ TRAIN: tuple[Option, ...] = (
     ),
     Option(
         "keep_checkpoint_max",
-        "checkpoints to keep",
+        "Checkpoints to keep (the oldest go first)",
         int,
         3,
         minimum=0,
@@ -526,19 +538,19 @@ TRAIN: tuple[Option, ...] = (
     ),
     Option(
         "checkpoint_dir",
-        "default with --checkpoint_steps: OUTPUT/checkpoints",
+        "Where checkpoints go (empty with --checkpoint_steps: OUTPUT/checkpoints)",
         group="checkpoints",
         takes=_JOB_CONFIG,
     ),
     Option(
         "checkpoint_dir_for_init",
-        "start from the latest checkpoint here",
+        "Start from the latest checkpoint in this directory",
         group="checkpoints",
         takes=_JOB_CONFIG,
     ),
     Option(
         "max_ps_relaunches",
-        "relaunches of failed parameter servers",
+        "Relaunches of failed parameter servers the job allows",
         int,
         3,
         minimum=0,
@@ -567,14 +579,14 @@ TRAIN: tuple[Option, ...] = (
     ),
     Option(
         "use_async",
-        "asynchronous SGD (default, unless --grads_to_wait is given)",
+        "Asynchronous SGD (the default, unless --grads_to_wait is given)",
         bool,
         None,
         takes=_JOB_CONFIG,
     ),
     Option(
         "grads_to_wait",
-        "sync SGD: average this many pushes per model version",
+        "Synchronous SGD: average this many pushes per model version",
         int,
         None,
         minimum=1,
@@ -582,7 +594,7 @@ TRAIN: tuple[Option, ...] = (
     ),
     Option(
         "lr_staleness_modulation",
-        "scale the learning rate by 1/staleness (async)",
+        "Scale the learning rate by 1/staleness (asynchronous SGD)",
         bool,
         False,
         takes=_JOB_CONFIG,
@@ -599,19 +611,19 @@ TRAIN: tuple[Option, ...] = (
     ),
     Option(
         "staleness_tolerance",
-        "async: a push up to this many model versions behind is applied at the full learning "
+        "Async: a push up to this many model versions behind is applied at the full learning "
         "rate, an older one at rate x tolerance / staleness (0: always the full rate)",
         int,
         4,
         minimum=0,
         takes=_JOB_CONFIG,
     ),
-    Option("seed", "random seed of the data order and the model", int, 0, takes=_JOB_CONFIG),
-    Option("shuffle", "shuffle the tasks of each epoch", bool, True, takes=_JOB_CONFIG),
+    Option("seed", "Random seed of the data order and the model", int, 0, takes=_JOB_CONFIG),
+    Option("shuffle", "Shuffle the tasks of each epoch", bool, True, takes=_JOB_CONFIG),
     _TLS_DIR,
     *_shared(
         64,
-        "the least seconds without progress before a worker is taken for hung (the limit is "
+        "The least seconds without progress before a worker is taken for hung (the limit is "
         "derived from observed minibatch times above it; a worker's first task gets longer)",
         "worker1:kill@tasks=3",
     ),
@@ -681,14 +693,14 @@ PREDICT: tuple[Option, ...] = (
     ),
     Option(
         "model_zoo",
-        "zoo to rebuild the model from (default: the model's)",
+        "Zoo to rebuild the model from (default: the model's)",
         default=None,
         group="model",
     ),
     *_workers(2),
     *_shared(
         256,
-        "the least seconds a task may take before its worker counts as hung (the limit is "
+        "The least seconds a task may take before its worker counts as hung (the limit is "
         "derived from the slowest finished task above it)",
         "worker1:kill@tasks=2",
     ),

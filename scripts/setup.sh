@@ -36,7 +36,18 @@ fi
 stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[dev]'
+  # The project's dependencies and the dev extra, with TensorFlow as `tensorflow-cpu` (274 MB)
+  # instead of the declared `tensorflow` (572 MB: it carries the CUDA kernels): the same
+  # version and code, half the download on every fresh machine (CI). Then the project itself,
+  # editable, without resolving its dependencies again (pip would fetch `tensorflow`).
+  .venv/bin/python - >.venv/requirements-dev.txt <<'PY'
+import re, tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+for requirement in project["dependencies"] + project["optional-dependencies"]["dev"]:
+    print(re.sub(r"^tensorflow(?=[=<>~!\[ ]|$)", "tensorflow-cpu", requirement))
+PY
+  .venv/bin/python -m pip install --quiet -r .venv/requirements-dev.txt
+  .venv/bin/python -m pip install --quiet --no-deps -e .
   # Keras 2 model files (the keras2 extra) without tf_keras's `tensorflow` requirement:
   # tensorflow-cpu provides it.
   .venv/bin/python -m pip install --quiet --no-deps 'tf_keras==2.21.*'

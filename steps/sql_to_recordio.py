@@ -27,7 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--sql", required=True, help='the query, e.g. "SELECT a, b FROM t"')
     parser.add_argument("--output", required=True, help="new directory (URL) for the files")
-    parser.add_argument("--records_per_file", type=int, default=100_000)
+    parser.add_argument(
+        "--records_per_file", type=int, default=100_000, help="rows per RecordIO file"
+    )
     parser.add_argument(
         "--label",
         default=None,

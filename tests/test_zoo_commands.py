@@ -571,7 +571,9 @@ def test_runtime_dockerfile_static_checks():
     installs = [args for keyword, args in build if keyword == "RUN" and "pip install" in args]
     assert len(installs) == 1
     install_words = installs[0].split("&&")[0].split()
-    assert install_words[:4] == ["python", "-m", "pip", "install"] and "." in install_words[4:]
+    assert install_words[:4] == ["python", "-m", "pip", "install"]
+    assert install_words[4:] == ['".${ELASTICDL_EXTRAS}"']  # the project, [gpu] for GPU images
+    assert ("ARG", "ELASTICDL_EXTRAS=") in build
     assert not any("[dev]" in w or w.startswith("-e") for w in install_words)
     assert "pip freeze --exclude elasticdl > /opt/elasticdl/constraints.txt" in installs[0]
     assert zc.RUNTIME_CONSTRAINTS == "/opt/elasticdl/constraints.txt"
@@ -601,7 +603,7 @@ def test_runtime_dockerfile_static_checks():
     assert labels["org.opencontainers.image.version"] == "${VERSION}"
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert args_defaults["VERSION"] == project["version"]
-    assert labels["org.opencontainers.image.licenses"] == project["license"]["text"]
+    assert labels["org.opencontainers.image.licenses"] == project["license"]
 
     # Every build-context COPY source exists and survives .dockerignore.
     ignore = zc.DockerIgnore.read(ROOT)

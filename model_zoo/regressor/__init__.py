@@ -99,6 +99,18 @@ class DNN(TableDNN):
             outputs = outputs * std + mean
         return outputs
 
+    @property
+    def loss_units(self) -> str:
+        """What the loss is measured in, when not the label's units (the job report's
+        `loss_units`; `elasticdl train` and `sql` print it next to the loss)."""
+        if self._label_scale is None:
+            return ""
+        mean, std = self._label_scale
+        return (
+            f"standardized label units, (label - {mean:.6g}) / {std:.6g}: times "
+            f"{std * std:.4g} for the label's units, those of the metrics"
+        )
+
     def default_loss(self, labels: tf.Tensor, predictions: tf.Tensor) -> tf.Tensor:
         """Mean squared error, in standardized label units when the label's scale is known."""
         if self._label_scale is not None:

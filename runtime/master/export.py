@@ -18,6 +18,7 @@ import inspect
 import io
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +54,14 @@ def export_model(
     data_url: str,
     model_version: int,
     metrics: dict[str, float] | None = None,
+    facts: dict[str, str] | None = None,
 ) -> pb.TrainedModel:
     """Rebuild the model, load `values`, and write SavedModel, params and TrainedModel.
 
     `values` may hold the rows of the model's embedding tables (`tables.trained_arrays`); the
-    SavedModel serves them (an id no row was trained for reads as zeros)."""
+    SavedModel serves them (an id no row was trained for reads as zeros). `facts`, when
+    given, receives what the built model says of itself: `loss_units` (a model's optional
+    `loss_units` attribute: the units of its loss when not the label's)."""
     from elasticdl import __version__
     from elasticdl.runtime.embedding.tables import split_trained, trained_arrays
 
@@ -65,6 +69,8 @@ def export_model(
     instance = spec.instantiate()
     metadata = _training_metadata(data_url, sample_records[0])
     batch = build_model(instance, sample_records, metadata=metadata)
+    if facts is not None:
+        facts["loss_units"] = str(getattr(instance.model, "loss_units", "") or "")
     values, tables = split_trained(values)
     layers = _serve_trained_rows(instance.model, tables)
     trainable, non_trainable = named_variables(instance.model)
@@ -131,6 +137,25 @@ def _serve_trained_rows(model: Any, tables: dict[str, Any]) -> dict[str, Any]:
 def _export_saved_model(model: Any, layers: dict[str, Any], features: Any, path: Path) -> None:
     """Keras `model.export`; with embedding tables, their hash tables and rows are tracked
     and the signature takes the dtypes of `features` (int64 ids stay int64)."""
+    with _quiet_tensorflow_info():
+        _export(model, layers, features, path)
+
+
+@contextlib.contextmanager
+def _quiet_tensorflow_info() -> Iterator[None]:
+    """TensorFlow's SavedModel builder logs "Assets written to: <path>" at INFO: the path is
+    the job's staging folder, a temporary name of no use to anyone (the model is published
+    to --output, which the job's last line names)."""
+    logger = logging.getLogger("tensorflow")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _export(model: Any, layers: dict[str, Any], features: Any, path: Path) -> None:
     if not layers:
         if "verbose" in inspect.signature(model.export).parameters:
             model.export(str(path), verbose=False)

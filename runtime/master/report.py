@@ -370,10 +370,10 @@ class LiveViews:
             self._writer = tf.summary.create_file_writer(str(tensorboard))
 
     def update(self, snapshot: Snapshot, workers: int, force: bool = False) -> None:
-        self._progress.update(
-            snapshot.records_trained, snapshot.epoch, snapshot.loss, workers, force
-        )
         new, self._seen = self._log.since(self._seen, LossReported, EvaluationDone)
+        losses = [e.loss for e in new if isinstance(e, LossReported)]
+        self._progress.add_losses(losses, snapshot.epoch)
+        self._progress.update(snapshot.records_trained, snapshot.epoch, None, workers, force)
         if self._writer is None or not new:
             return
         import tensorflow as tf

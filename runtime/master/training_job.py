@@ -356,6 +356,7 @@ class TrainingJob:
             staged = staging_dir()
             try:
                 evaluated = views.evaluation_section(self.events)
+                facts: dict[str, str] = {}
                 trained = export_model(
                     config,
                     pulled.values,
@@ -364,6 +365,7 @@ class TrainingJob:
                     o.training_data,
                     pulled.version,
                     metrics=evaluated[-1]["metrics"] if evaluated else {},
+                    facts=facts,
                 )
                 # Stopped before the report, so that the checkpoints it lists are all written.
                 manager.shutdown()
@@ -373,6 +375,8 @@ class TrainingJob:
                 report = self._report(
                     tasks, "succeeded", "", training_s, supervisor, pulled.version
                 )
+                if facts.get("loss_units"):
+                    report["loss_units"] = facts["loss_units"]
                 views.write(report, staged, work)
                 shutil.copytree(tensorboard, staged / "tensorboard")
                 write_trained_model(trained, staged)

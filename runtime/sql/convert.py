@@ -485,12 +485,14 @@ def convert(
     batch_rows: int = 4096,
     storage_options: dict[str, Any] | None = None,
     carry: Sequence[str] = (),
+    internal: bool = False,
 ) -> ConversionResult:
     """Convert the rows of `sql` on database `db` into RecordIO + schema.json at `output`.
 
     `label_last`: without `label`, the last selected column is the label. `carry`: selected
     columns kept beside the records rather than in them (no model input, no NULL policy):
     one JSON list per written record, in record order, in `_carried.jsonl` (`carried_line`).
+    `internal`: `output` is a temporary folder of the caller's, not named in the log.
     """
     if records_per_file < 1:
         raise ConversionError(f"--records_per_file must be >= 1, got {records_per_file}")
@@ -598,10 +600,10 @@ def convert(
         close()
     seconds = time.monotonic() - started
     log.info(
-        "converted %d row(s) into %d file(s) at %s in %.1f s (%.0f rows/s)",
+        "converted %d row(s) into %d file(s)%s in %.1f s (%.0f rows/s)",
         written,
         len(shards.files),
-        output,
+        "" if internal else f" at {output}",
         seconds,
         written / max(seconds, 1e-9),
     )

@@ -151,6 +151,7 @@ def _train(
 ) -> StatementResult:
     from elasticdl.runtime.master.options import options_from_kwargs
     from elasticdl.runtime.master.training_job import TrainingJob
+    from elasticdl.runtime.sql.key_columns import key_notes, primary_keys
 
     params, train, engine = statement.split_with()
     notes = []
@@ -168,12 +169,19 @@ def _train(
     output = model_location(statement.into, model_root)
     on_null = on_null or train.pop("on_null", "error")
     train.pop("on_null", None)
-    data = convert(db, statement.select, str(work / "train"), label=label, on_null=on_null)
-    if label not in [c["name"] for c in data.schema["columns"]]:
+    data = convert(
+        db, statement.select, str(work / "train"), label=label, on_null=on_null, internal=True
+    )
+    selected = [c["name"] for c in data.schema["columns"]]
+    if label not in selected:
         raise ConversionError(f"label column {label!r} is not among the selected columns")
+    features = [name for name in selected if name != label]
+    notes += key_notes(features, primary_keys(db, statement.tables))
     validation = train.pop("validation_select", None)
     if validation:
-        convert(db, validation, str(work / "validation"), label=label, on_null=on_null)
+        convert(
+            db, validation, str(work / "validation"), label=label, on_null=on_null, internal=True
+        )
         train["validation_data"] = str(work / "validation")
     options = options_from_kwargs(
         model_def=statement.model_def,
@@ -226,7 +234,9 @@ def _predict(
             )
         select = select_with_columns(select, writeback.carry_items(db, plan))
     carry = [f"{writeback.CARRY_PREFIX}{i}" for i in range(len(plan.carry))]
-    data = convert(db, select, str(work / "predict"), on_null=on_null or "error", carry=carry)
+    data = convert(
+        db, select, str(work / "predict"), on_null=on_null or "error", carry=carry, internal=True
+    )
     columns = [(c["name"], c["dtype"]) for c in data.schema["columns"]]
     names = [name for name, _ in columns]
     if column in names:

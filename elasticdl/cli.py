@@ -194,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     from elasticdl.scale_command import add_scale_command
 
     add_scale_command(commands)
+    from elasticdl.status_command import add_status_command
+
+    add_status_command(commands)
     _add_data_commands(commands)
     _add_zoo_commands(commands)
     return parser
@@ -354,6 +357,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from elasticdl.scale_command import run_scale
 
             return run_scale(args)
+        if args.command == "status":
+            from elasticdl.status_command import run_status
+
+            return run_status(args)
         if args.command in ("render", "lint"):
             from elasticdl.render_command import run as run_render
 

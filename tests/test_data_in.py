@@ -1,6 +1,8 @@
-"""`elasticdl data convert --from csv|parquet|tfrecord`, as a user runs it: the same table in
-three formats converts to the same records (with schema.json), and a model trains on the
-converted CSV and predicts on the converted TFRecord, through the CLI."""
+"""Users' own data, through the CLI as a user runs it.
+
+`elasticdl data convert --from csv|parquet|tfrecord`: the same table in three formats converts
+to the same records (with schema.json), and a model trains on the converted CSV and predicts on
+the converted TFRecord. `elasticdl sql` trains on a statement with a common table expression."""
 
 from __future__ import annotations
 
@@ -155,3 +157,29 @@ def test_convert_from_files_says_what_is_wrong_in_one_line(tmp_path: Path) -> No
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(lines) == 1 and fragment in lines[0], done.stderr
         assert not (tmp_path / "o").exists()
+
+
+def test_a_statement_with_a_common_table_expression_trains_on_sqlite(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "hr.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE emp (id INTEGER, years REAL, level REAL, salary REAL)")
+        conn.executemany(
+            "INSERT INTO emp VALUES (?, ?, ?, ?)",
+            [(i, i % 20, i % 7, 1000 + 50 * (i % 20) + 80 * (i % 7)) for i in range(200)],
+        )
+    statement = (
+        "WITH senior AS (SELECT years, level, salary FROM emp WHERE id >= 50) "
+        "SELECT years, level, salary FROM senior "
+        "TRAIN regressor.DNN WITH hidden_units=[8], train.epochs=2, engine.num_workers=1 "
+        "LABEL salary INTO cte_model"
+    )
+    done = _cli("sql", statement, "--db", f"sqlite:///{db}", "--model_root", str(tmp_path))
+    report = json.loads((tmp_path / "cte_model" / "job_report.json").read_text())
+    assert report["status"] == "succeeded", done.stderr
+    assert report["records"]["planned"] == 150 * 2  # the expression's rows, not the table's
+    from elasticdl.runtime.trained_model import read_trained_model
+
+    lineage = read_trained_model(str(tmp_path / "cte_model")).trained
+    assert lineage.sql.startswith("WITH senior AS (")

@@ -71,12 +71,17 @@ def _add_data_commands(commands: argparse._SubParsersAction) -> None:
 
     convert = sub.add_parser(
         "convert",
-        help="stream a SQL query's rows into RecordIO files plus schema.json",
-        description="Convert the rows of a SELECT into sharded RecordIO of tf.train.Example "
+        help="stream a SQL query's rows, or CSV/Parquet/TFRecord files, into RecordIO files "
+        "plus schema.json",
+        description="Convert the rows of a SELECT (or of CSV, Parquet or TFRecord files: "
+        "--from, --input) into sharded RecordIO of tf.train.Example "
         "(integers -> int64, reals -> float, text -> bytes) with schema.json: columns, "
         "statistics, label, row count, the SQL and the database URL without its password.",
     )
     add_convert_arguments(convert)
+    from elasticdl.data_commands import add_convert_source_arguments
+
+    add_convert_source_arguments(convert)
 
     sample = sub.add_parser(
         "sample_db",
@@ -234,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     from elasticdl.scale_command import add_scale_command
 
     add_scale_command(commands)
+    from elasticdl.status_command import add_status_command
+
+    add_status_command(commands)
     _add_data_commands(commands)
     _add_zoo_commands(commands)
     from elasticdl.help_format import use_defaults_formatter
@@ -259,9 +267,9 @@ def _run_data(args: argparse.Namespace) -> None:
             f"rows) in {redact_url(args.db)}"
         )
     elif args.data_command == "convert":
-        from elasticdl.steps.sql_to_recordio import run_from_args
+        from elasticdl.data_commands import convert_data
 
-        result = run_from_args(args)
+        result = convert_data(args)
         print(f"{result.rows} row(s) in {len(result.files)} file(s) at {result.output}")
     elif args.data_command == "gen":
         from elasticdl.data_commands import generate_data
@@ -402,6 +410,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from elasticdl.scale_command import run_scale
 
             return run_scale(args)
+        if args.command == "status":
+            from elasticdl.status_command import run_status
+
+            return run_status(args)
         if args.command in ("render", "lint"):
             from elasticdl.render_command import run as run_render
 

@@ -121,3 +121,64 @@ def generate_data(args: argparse.Namespace) -> None:
             f"teacher AUC {observer.value():.4f} (the best any model can reach on this data); "
             f"click rate {observer.click_rate:.3f}"
         )
+
+
+CONVERT_SOURCES = ("sql", "csv", "parquet", "tfrecord")
+
+
+def add_convert_source_arguments(convert: argparse.ArgumentParser) -> None:
+    """`--from` and `--input` on `data convert`, whose SQL flags (steps/sql_to_recordio.py)
+    become required only with `--from sql`."""
+    convert.add_argument(
+        "--from",
+        dest="source",
+        choices=CONVERT_SOURCES,
+        default="sql",
+        help="what to convert: a SQL query (--db, --sql; the default) or files (--input)",
+    )
+    convert.add_argument(
+        "--input",
+        default="",
+        help="with --from csv|parquet|tfrecord: a file, directory or glob (path or URL)",
+    )
+    for action in convert._actions:
+        if action.dest in ("db", "sql"):
+            action.required = False
+            action.default = ""
+
+
+def convert_data(args: argparse.Namespace) -> Any:
+    """Run `data convert`: the SQL step's conversion, or files through the same writer."""
+    if args.source == "sql":
+        if not args.db or not args.sql:
+            raise ValueError("data convert --from sql needs --db and --sql (or --from csv ...)")
+        if args.input:
+            raise ValueError("--input is for --from csv|parquet|tfrecord; --from sql uses --sql")
+        from elasticdl.steps.sql_to_recordio import run_from_args
+
+        return run_from_args(args)
+    if not args.input:
+        raise ValueError(f"data convert --from {args.source} needs --input FILE_DIR_OR_GLOB")
+    if args.db or args.sql:
+        raise ValueError(f"--db/--sql are for --from sql, not --from {args.source}")
+    return convert_files(
+        args.source,
+        args.input,
+        args.output,
+        records_per_file=args.records_per_file,
+        label=args.label,
+        on_null=args.on_null,
+        label_last=args.label_last == "true",
+    )
+
+
+def convert_files(fmt: str, location: str, output: str, **options: Any) -> Any:
+    """CSV, Parquet or TFRecord files -> RecordIO + schema.json at `output`, streaming."""
+    from elasticdl.runtime.data.file_rows import describe, read_rows
+    from elasticdl.runtime.sql.convert import check_output, convert_rows
+
+    if options.get("records_per_file", 1) < 1:
+        raise ValueError(f"--records_per_file must be >= 1, got {options['records_per_file']}")
+    check_output(output)
+    names, batches, close = read_rows(fmt, location)
+    return convert_rows(names, batches, close, output, describe(fmt, location), **options)

@@ -513,6 +513,7 @@ TRAIN: tuple[Option, ...] = (
         group="data and output",
         engines=BOTH,
     ),
+    Option("tensorboard_dir", "TensorBoard logs, live (default: OUTPUT/tensorboard)"),
     _SQL,
     _DB,
     _DB_SECRET,

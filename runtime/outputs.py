@@ -62,7 +62,9 @@ def check_output(
         names = {posixpath.basename(p.rstrip("/")) for p in fs.ls(path, detail=False)}
         if names and not (resuming and names <= JOB_OWNED):
             hint = "(a job never overwrites an earlier model)"
-            if names <= JOB_OWNED:
+            if names == {"tensorboard"}:
+                hint = "(it holds the TensorBoard logs of a job that did not finish)"
+            elif names <= JOB_OWNED:
                 hint = (
                     "(it holds the checkpoints of a job that did not finish: resume it with "
                     f"--checkpoint_dir_for_init {url.rstrip('/')}/checkpoints)"
@@ -134,7 +136,7 @@ def _copy_tree(source: Path, target: Path) -> None:
             shutil.copymode(entry, target / entry.name)
 
 
-JOB_OWNED = {"checkpoints"}
+JOB_OWNED = {"checkpoints", "tensorboard"}
 """Entries the job itself writes into --output while it runs."""
 
 

@@ -215,6 +215,8 @@ class TaskEvent(Event):
 class LossReported(Event):
     model_version: int = 0
     loss: float = 0.0
+    epoch: int = -1
+    """The epoch of the task the loss was computed in (-1: not known)."""
     KIND: ClassVar[str] = "loss"
     LISTED: ClassVar[bool] = False
 

@@ -7,7 +7,9 @@ Layout of a model directory:
                         of PS-backed embedding tables (`embedding:<table>:ids` / `:rows`)
     trained_model.pb    the TrainedModel message: how to rebuild and use the model
     job_report.json     what happened during the job
-    tensorboard/        event files (loss curve)
+    training_curves.png loss per epoch and evaluation metrics per version (curves.py)
+    tensorboard/        event files, written live while the job ran (unless --tensorboard_dir
+                        sent them elsewhere; tensorboard.py)
 """
 
 from __future__ import annotations

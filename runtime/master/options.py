@@ -37,6 +37,11 @@ class TrainOptions:
             return f"{self.output.rstrip('/')}/checkpoints"
         return ""
 
+    @property
+    def resolved_tensorboard_dir(self) -> str:
+        """Where TensorBoard logs go, live: --tensorboard_dir, else `<output>/tensorboard`."""
+        return self.tensorboard_dir or f"{self.output.rstrip('/')}/tensorboard"
+
     def validate(self) -> None:
         """Raise ValueError naming the first option out of range."""
         # --min_workers has its own message, naming both bounds.

@@ -248,6 +248,36 @@ def evaluation_section(log: EventLog) -> list[dict[str, Any]]:
     ]
 
 
+def history_section(log: EventLog) -> dict[str, Any]:
+    """The training curves: per epoch, the mean of the minibatch losses the workers reported
+    in it (and how many, and the model versions they span); per evaluation, its metrics.
+
+    A loss whose epoch is not known (-1) counts in no epoch."""
+    by_epoch: dict[int, list[LossReported]] = {}
+    for e in log.of(LossReported):
+        if e.epoch >= 0 and math.isfinite(e.loss):
+            by_epoch.setdefault(e.epoch, []).append(e)
+    epochs = []
+    for epoch in sorted(by_epoch):
+        points = by_epoch[epoch]
+        epochs.append(
+            {
+                "epoch": epoch,
+                "loss": round(sum(p.loss for p in points) / len(points), 6),
+                "losses_reported": len(points),
+                "model_versions": [
+                    min(p.model_version for p in points),
+                    max(p.model_version for p in points),
+                ],
+            }
+        )
+    evaluations = [
+        {"model_version": e.model_version, "metrics": dict(e.metrics)}
+        for e in log.of(EvaluationDone)
+    ]
+    return {"epochs": epochs, "evaluation": evaluations}
+
+
 def checkpoints_section(log: EventLog) -> list[dict[str, Any]]:
     return [{"version": e.version, "path": e.path} for e in log.of(CheckpointFound)]
 
@@ -356,38 +386,23 @@ def _inference_summary(report: dict[str, Any]) -> str:
 
 class LiveViews:
     """The views kept up to date while a job runs, from the event log and the task state:
-    the progress display and TensorBoard (loss per model version, evaluation metrics)."""
+    the progress display and TensorBoard (tensorboard.py: written live, if given)."""
 
-    def __init__(self, log: EventLog, progress: ProgressDisplay, tensorboard: Path | None) -> None:
+    def __init__(self, log: EventLog, progress: ProgressDisplay, tensorboard: Any = None) -> None:
         self._log = log
         self._progress = progress
         self._seen = 0
         self.tensorboard = tensorboard
-        self._writer: Any = None
-        if tensorboard is not None:
-            import tensorflow as tf
-
-            self._writer = tf.summary.create_file_writer(str(tensorboard))
+        """A tensorboard.TensorBoardFeed, or None."""
 
     def update(self, snapshot: Snapshot, workers: int, force: bool = False) -> None:
-        new, self._seen = self._log.since(self._seen, LossReported, EvaluationDone)
-        losses = [e.loss for e in new if isinstance(e, LossReported)]
-        self._progress.add_losses(losses, snapshot.epoch)
+        new, self._seen = self._log.since(self._seen, LossReported)
+        self._progress.add_losses([e.loss for e in new], snapshot.epoch)
         self._progress.update(snapshot.records_trained, snapshot.epoch, None, workers, force)
-        if self._writer is None or not new:
-            return
-        import tensorflow as tf
-
-        with self._writer.as_default():
-            for e in new:
-                if isinstance(e, LossReported):
-                    tf.summary.scalar("loss", e.loss, step=e.model_version)
-                else:
-                    for name, value in e.metrics.items():
-                        tf.summary.scalar(f"eval/{name}", value, step=e.model_version)
-        self._writer.flush()
+        if self.tensorboard is not None:
+            self.tensorboard.update(snapshot, force)
 
     def close(self) -> None:
         self._progress.close()
-        if self._writer is not None:
-            self._writer.close()
+        if self.tensorboard is not None:
+            self.tensorboard.close()

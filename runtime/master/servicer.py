@@ -36,6 +36,7 @@ class LossPoint:
     version: int
     loss: float
     worker_id: int
+    epoch: int = -1
 
 
 @dataclass
@@ -144,7 +145,9 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
             self.tasks.report_progress(
                 request.worker_id, request.task_id, request.records_done, self._clock()
             )
-            self._note_loss(request.worker_id, request.model_version, request.loss)
+            held = self.tasks.doing(request.worker_id)
+            epoch = next((t.epoch for t in held if t.task_id == request.task_id), -1)
+            self._note_loss(request.worker_id, request.model_version, request.loss, epoch)
         return pb.Empty()
 
     def report_task_result(
@@ -236,11 +239,11 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         with self.lock:
             self._released = True
 
-    def _note_loss(self, worker_id: int, version: int, loss: float) -> None:
+    def _note_loss(self, worker_id: int, version: int, loss: float, epoch: int = -1) -> None:
         self.stats.model_version = max(self.stats.model_version, version)
         if loss == loss:  # not NaN: NaN means "no loss in this report"
             self.stats.last_loss = loss
-            self.stats.losses.append(LossPoint(version, loss, worker_id))
+            self.stats.losses.append(LossPoint(version, loss, worker_id, epoch))
 
 
 class PortInUseError(ValueError):
@@ -248,16 +251,22 @@ class PortInUseError(ValueError):
 
 
 def serve_master(
-    servicer: MasterServicer, host: str, port: int, credentials: auth.JobAuth | None = None
+    servicer: MasterServicer,
+    host: str,
+    port: int,
+    credentials: auth.JobAuth | None = None,
+    handlers: tuple[grpc.GenericRpcHandler, ...] = (),
 ) -> tuple[grpc.Server, int]:
     """Start the Master service on host:port (0 = any free port); return it and its port.
-    With `credentials`, calls without the job's secret are refused (runtime/auth.py)."""
+    With `credentials`, calls without the job's secret are refused (runtime/auth.py).
+    `handlers`: further services on the same server (the job's `status`)."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="master-rpc"),
         options=GRPC_OPTIONS,
         interceptors=auth.server_interceptors(credentials),
     )
     elasticdl_pb2_grpc.add_MasterServicer_to_server(servicer, server)
+    server.add_generic_rpc_handlers(handlers)
     try:
         bound = auth.add_port(server, host_port(host, port), credentials)
     except RuntimeError as err:

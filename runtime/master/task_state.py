@@ -10,6 +10,7 @@ into the log as typed events.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -174,7 +175,7 @@ class TaskState:
         for e in new:
             log.add(TaskEvent(e.at, e.kind, e.seconds, e.worker_id, e.task_id, e.detail))
         for point in losses:
-            log.add(LossReported(0.0, point.version, point.loss))
+            log.add(LossReported(time.monotonic(), point.version, point.loss, point.epoch))
 
     def counts(self) -> dict[str, Any]:
         """The task and record counts of the report (records, epochs, tasks)."""

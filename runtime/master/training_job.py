@@ -41,9 +41,12 @@ from elasticdl.runtime.master import keras_switch
 from elasticdl.runtime.master import report as views
 from elasticdl.runtime.master.bounds import job_bound
 from elasticdl.runtime.master.chaos import parse_chaos
+from elasticdl.runtime.master.curves import FILE_NAME as CURVES_FILE
+from elasticdl.runtime.master.curves import write_png as write_curves
 from elasticdl.runtime.master.events import CheckpointFound, EventLog, JobStopped
 from elasticdl.runtime.master.export import export_model, write_trained_model
 from elasticdl.runtime.master.instances import InstanceManager, LocalInstanceManager, Role
+from elasticdl.runtime.master.live_status import status_report
 from elasticdl.runtime.master.options import TrainOptions
 from elasticdl.runtime.master.progress import ProgressDisplay
 from elasticdl.runtime.master.progress_journal import (
@@ -54,6 +57,7 @@ from elasticdl.runtime.master.progress_journal import (
 from elasticdl.runtime.master.ps_health import PSHealthMonitor
 from elasticdl.runtime.master.scaling import ScaleInbox
 from elasticdl.runtime.master.servicer import MasterServicer, serve_master
+from elasticdl.runtime.master.status_service import status_handler
 from elasticdl.runtime.master.supervisor import (
     JobPlugin,
     StopRequested,
@@ -68,6 +72,7 @@ from elasticdl.runtime.master.task_manager import (
     TaskManagerConfig,
 )
 from elasticdl.runtime.master.task_state import TaskState
+from elasticdl.runtime.master.tensorboard import TensorBoardFeed, TensorBoardSink, is_local
 from elasticdl.runtime.master.training_plugin import Evaluations, TrainingPlugin
 from elasticdl.runtime.model_spec import load_model_spec
 from elasticdl.runtime.outputs import PublishError, check_output, publish, staging_dir
@@ -124,6 +129,7 @@ class TrainingJob:
         """The parameter servers' addresses, once `run()` started them."""
         self._journal: ProgressJournal | None = None
         self._callbacks = JobCallbacks()
+        self._status_source: tuple[Supervisor, MasterServicer, TaskState] | None = None
 
     # -- preparation ---------------------------------------------------------------------------
 
@@ -139,6 +145,7 @@ class TrainingJob:
             eval_metrics_fn=o.eval_metrics_fn,
             zoo=zoo,
         )
+        self._spec = spec
         files = count_files(o.training_data)
         shards = plan_shards(files, o.records_per_task)
         if not shards:
@@ -281,7 +288,11 @@ class TrainingJob:
         config_path = config.write(work / "job.json")
         servicer = MasterServicer(task_manager, scale_inbox=self.scale_inbox, hold_workers=True)
         server, port = serve_master(
-            servicer, self.options.master_host, self.options.master_port, credentials
+            servicer,
+            self.options.master_host,
+            self.options.master_port,
+            credentials,
+            handlers=(status_handler(self.live_status),),
         )
         master_addr = host_port(self.options.master_host, port)
         try:
@@ -313,9 +324,9 @@ class TrainingJob:
         servicer.serve_ps_addresses(lambda: list(supervisor.ps_addrs))
         self.master_addr = master_addr
         servicer.stop_at_version = self._callbacks.max_steps or 0
+        self._status_source = (supervisor, servicer, tasks)
         progress = ProgressDisplay(task_manager.records_planned, o.num_epochs)
-        tensorboard = Path(self._callbacks.tensorboard_dir or work / "tensorboard")
-        live = views.LiveViews(self.events, progress, tensorboard)
+        live = views.LiveViews(self.events, progress, self._tensorboard())
         error, status, training_s = "", "failed", 0.0
         ps_client = health = plugin = None
         try:
@@ -378,10 +389,13 @@ class TrainingJob:
                 if facts.get("loss_units"):
                     report["loss_units"] = facts["loss_units"]
                 views.write(report, staged, work)
-                shutil.copytree(tensorboard, staged / "tensorboard")
+                write_curves(report["history"], staged / CURVES_FILE)
                 write_trained_model(trained, staged)
                 publish(staged, o.output)
             except PublishError as err:
+                if live.tensorboard is not None:
+                    live.tensorboard.close()
+                self._discard_tensorboard()
                 raise JobFailed(str(err)) from None
             except OSError as err:  # staging the model: TMPDIR full, say
                 cause = err.strerror or str(err)
@@ -417,6 +431,62 @@ class TrainingJob:
             log.error("job %s %s: %s (report and logs in %s)", self.job_name, status, error, work)
         log.info("%s", summary_line(report))
         return JobResult(status, o.output, report, error)
+
+    def live_status(self) -> dict[str, Any]:
+        """The live report of the running job (`elasticdl status`; live_status.py)."""
+        if self._status_source is None:
+            return {"job_name": self.job_name, "state": "starting"}
+        supervisor, servicer, tasks = self._status_source
+        with servicer.lock:
+            holding = servicer.tasks.holders()
+        return status_report(
+            self.job_name,
+            self.events,
+            tasks.snapshot(),
+            supervisor.t0,
+            time.monotonic(),
+            self.options.num_epochs,
+            supervisor.manager.alive(Role.WORKER),
+            holding,
+        )
+
+    def _tensorboard(self) -> TensorBoardFeed | None:
+        """The live TensorBoard feed at --tensorboard_dir; None (one warning) if it cannot be
+        written: TensorBoard never fails a job."""
+        url = self._tensorboard_url()
+        try:
+            sink = TensorBoardSink(url)
+        except Exception as err:  # noqa: BLE001 - a bad URL, no permission, a full disk
+            log.warning("job %s: no TensorBoard logs at %s: %s", self.job_name, url, err)
+            return None
+        try:
+            optimizer = self._spec.instantiate().optimizer
+        except Exception:  # noqa: BLE001 - no learning-rate curve, nothing else lost
+            optimizer = None
+        log.info("job %s: TensorBoard logs in %s", self.job_name, url)
+        return TensorBoardFeed(self.events, sink, optimizer)
+
+    def _tensorboard_url(self) -> str:
+        """--tensorboard_dir, else the log_dir of the model file's TensorBoard callback, else
+        `<output>/tensorboard`."""
+        return (
+            self.options.tensorboard_dir
+            or self._callbacks.tensorboard_dir
+            or self.options.resolved_tensorboard_dir
+        )
+
+    def _discard_tensorboard(self) -> None:
+        """After a failed publication nothing of the job stays in --output: the TensorBoard
+        logs written there by default go too (with the output folder, if they alone made it)."""
+        explicit = self.options.tensorboard_dir or self._callbacks.tensorboard_dir
+        if explicit or not is_local(self.options.output):
+            return
+        output = Path(_local_absolute(self.options.output))
+        shutil.rmtree(output / "tensorboard", ignore_errors=True)
+        try:
+            output.rmdir()
+        except OSError:
+            pass
 
     def _report(
         self,
@@ -459,6 +529,7 @@ class TrainingJob:
             "model_version": max(counts["model_version"], final_version),
             "metrics": dict(evaluated[-1]["metrics"]) if evaluated else {},
             "evaluation": evaluated,
+            "history": views.history_section(self.events),
             "final_loss": views.final_loss(counts["last_loss"]),
             "diverged": diverged,
         }

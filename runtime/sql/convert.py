@@ -139,7 +139,7 @@ def _check_select(sql: str) -> None:
 _OUR_FILE = re.compile(r"^data-\d{5}\.recordio$")
 
 
-def _check_output(output: str, storage_options: dict[str, Any] | None) -> None:
+def check_output(output: str, storage_options: dict[str, Any] | None = None) -> None:
     """Refuse an output that holds anything, except the debris of an unfinished conversion.
 
     An object store upload that died midway leaves `data-NNNNN.recordio` files without the
@@ -496,10 +496,47 @@ def convert(
     """
     if records_per_file < 1:
         raise ConversionError(f"--records_per_file must be >= 1, got {records_per_file}")
-    nulls = NullPolicy.parse(on_null)
+    NullPolicy.parse(on_null)
     _check_select(sql)
-    _check_output(output, storage_options)
+    check_output(output, storage_options)
     names, batches, close = _stream(db, sql, batch_rows)
+    return convert_rows(
+        names,
+        batches,
+        close,
+        output,
+        {"sql": sql.strip(), "db_url": redact_url(db)},
+        records_per_file=records_per_file,
+        label=label,
+        on_null=on_null,
+        label_last=label_last,
+        storage_options=storage_options,
+        carry=carry,
+        internal=internal,
+    )
+
+
+def convert_rows(
+    names: list[str],
+    batches: Iterator[list[Any]],
+    close: Any,
+    output: str,
+    source: dict[str, Any],
+    *,
+    records_per_file: int = 100_000,
+    label: str | None = None,
+    on_null: str = "error",
+    label_last: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    carry: Sequence[str] = (),
+    internal: bool = False,
+) -> ConversionResult:
+    """Write rows (`names`, then `batches` of rows) as RecordIO + schema.json at `output`;
+    `close()` ends the source (the keywords: see `convert`). `source` says where the rows came
+    from, in schema.json (the SQL and the database, or the input files and their format).
+    `output` is checked by the caller (`check_output`) before the source is opened."""
+    nulls = NullPolicy.parse(on_null)
+    origin, what = ("query", source["sql"]) if "sql" in source else ("input", source.get("input"))
     staging = Path(tempfile.mkdtemp(prefix="elasticdl-convert-"))
     started = time.monotonic()
     try:
@@ -536,7 +573,7 @@ def convert(
                 kind = _kind_of(_number_or_text(nulls.fill), name)
             kinds.append(kind)
         if not buffered:
-            raise ConversionError(f"the query returned no rows: {sql.strip()[:200]}")
+            raise ConversionError(f"the {origin} returned no rows: {str(what)[:200]}")
         if label is not None and kinds[names.index(label)] == "bytes":
             raise ConversionError(
                 f"label column {label!r} holds text; the models need a number (map it to "
@@ -587,8 +624,7 @@ def convert(
             "rows_skipped_for_null": columns.skipped_rows,
             "files": shards.files,
             "records_per_file": records_per_file,
-            "sql": sql.strip(),
-            "db_url": redact_url(db),
+            **source,
             "created_time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
         (staging / SCHEMA_FILE).write_text(json.dumps(schema, indent=1))
@@ -640,7 +676,7 @@ def _publish(staging: Path, output: str, storage_options: dict[str, Any] | None)
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists():
-            target.rmdir()  # empty: _check_output said so
+            target.rmdir()  # empty: check_output said so
         try:
             os.rename(staging, target)
         except OSError:  # another file system: copy beside, then rename

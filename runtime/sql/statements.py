@@ -4,7 +4,8 @@ A hand-written tokenizer and recursive-descent parser; no database access, no ``
 Keywords are case-insensitive. Grammar::
 
     statement    := select clause [";"]
-    select       := "SELECT" ...    any SQL, kept verbatim; it ends before the first word TRAIN or
+    select       := ["WITH" ctes] "SELECT" ...    any SQL, kept verbatim (common table expressions
+                                    included); it ends before the first word TRAIN or
                                     PREDICT outside strings, quoted identifiers, comments and
                                     parentheses (a column named train must be quoted)
     clause       := ["TO"] "TRAIN" model_def ["WITH" attr ("," attr)*] ["LABEL" ident] "INTO" model
@@ -494,8 +495,10 @@ class _Parser:
 
 def _find_clause(text: str, toks: list[_Tok]) -> tuple[int, list[int]]:
     """Index of the top-level TRAIN/PREDICT token, and the paren depth of each token before it."""
-    if not toks[0].word("SELECT"):
-        raise StatementError("expected SELECT at the start of the statement", text, toks[0].pos)
+    if not toks[0].word("SELECT", "WITH"):
+        raise StatementError(
+            "expected SELECT at the start of the statement (or WITH ... SELECT)", text, toks[0].pos
+        )
     opens: list[_Tok] = []
     depths = []
     for k, tok in enumerate(toks):
@@ -572,9 +575,27 @@ def _tables(toks: list[_Tok], depths: list[int]) -> tuple[str, ...] | None:
     return None  # a trailing ',' or JOIN
 
 
+def _main_select(text: str, toks: list[_Tok], depths: list[int], head: int) -> int:
+    """Index of the main SELECT: 0, or after `WITH [RECURSIVE] name [(cols)] AS (...), ...`."""
+    if not toks[0].word("WITH"):
+        return 0
+    for k in range(1, head):
+        if depths[k] == 0 and toks[k].word("SELECT"):
+            if not any(toks[j].op("(") for j in range(1, k)):
+                break
+            return k
+    raise StatementError(
+        "expected WITH name AS (SELECT ...), ... SELECT ... after WITH", text, toks[0].pos
+    )
+
+
 def _analyze_select(text: str, toks: list[_Tok], depths: list[int], head: int) -> dict:
-    """The SELECT (tokens before `head`) as written, its columns and, when simple, its tables."""
-    first = 2 if head > 1 and toks[1].word("DISTINCT", "ALL") else 1
+    """The SELECT (tokens before `head`) as written, its columns and, when simple, its tables.
+
+    After common table expressions (`WITH name AS (...), ... SELECT`) the columns are the main
+    SELECT's, and the tables None: its FROM may name the expressions, not tables."""
+    main = _main_select(text, toks, depths, head)
+    first = main + (2 if head > main + 1 and toks[main + 1].word("DISTINCT", "ALL") else 1)
     top = [k for k in range(first, head) if depths[k] == 0]
     from_k = next((k for k in top if toks[k].word("FROM")), head)
     columns, start = [], first
@@ -591,7 +612,7 @@ def _analyze_select(text: str, toks: list[_Tok], depths: list[int], head: int) -
         )
         start = k + 1
     tables: tuple[str, ...] | None = ()
-    if any(toks[k].word(*_SET_OPS) for k in top):
+    if main or any(toks[k].word(*_SET_OPS) for k in top):
         tables = None
     elif from_k < head:
         end = next((k for k in top if k > from_k and toks[k].word(*_FROM_END)), head)

@@ -78,3 +78,25 @@ def loss(labels, predictions):
 
 def optimizer(lr=0.01):
     return keras.optimizers.SGD(lr)
+
+
+GATE_ENV = "FAULTY_GATE"
+GATE_AFTER_RECORDS = 64
+
+
+def gated(dataset, mode):
+    """Workers train GATE_AFTER_RECORDS records, then wait for the file named by $FAULTY_GATE
+    to exist: the job runs (and has reported losses) until the test opens the gate."""
+    gate = os.environ.get(GATE_ENV, "")
+    if not in_a_worker() or not gate:
+        return dataset_fn(dataset, mode)
+    seen = [0]
+
+    def wait(record):
+        seen[0] += 1
+        while seen[0] > GATE_AFTER_RECORDS and not os.path.exists(gate):
+            time.sleep(0.05)
+        return record
+
+    held = dataset.map(lambda r: tf.py_function(wait, [r], tf.string))
+    return held.map(lambda r: tf.ensure_shape(r, [])).map(_parse)

@@ -1,0 +1,225 @@
+"""Rows of CSV, Parquet and TFRecord files, streamed in batches for `elasticdl data convert
+--from csv|parquet|tfrecord` (the conversion itself, to RecordIO + schema.json, is the SQL
+one: runtime/sql/convert.py `convert_rows`).
+
+Each reader returns (column names, an iterator of row batches, close). Inputs are a file, a
+directory (its files, sorted) or a glob, local or any fsspec URL; the files are read one after
+the other and must have the same columns.
+
+* CSV: a header line names the columns. A column's type comes from its first
+  `CSV_TYPE_SAMPLE_ROWS` rows: integers, else numbers, else text; an empty field is NULL.
+* Parquet: needs pyarrow (`pip install 'elasticdl[parquet]'`); read a row group batch at a time.
+* TFRecord: tf.train.Example records whose features hold one value each (int64, float or bytes);
+  the columns are the first record's features.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import fsspec
+
+FORMATS = ("csv", "parquet", "tfrecord")
+CSV_TYPE_SAMPLE_ROWS = 1000
+PARQUET_EXTRA = "pip install 'elasticdl[parquet]'"
+
+Rows = tuple[list[str], Iterator[list[list[Any]]], Callable[[], None]]
+
+
+class InputError(ValueError):
+    """The input cannot be read; the message names the file and the fix."""
+
+
+def input_files(location: str) -> list[str]:
+    """The files at `location` (file, directory or glob; any fsspec URL), as URLs, sorted."""
+    fs, path = fsspec.core.url_to_fs(location)
+    if fs.isdir(path):
+        found = [p for p in fs.find(path) if not p.rsplit("/", 1)[-1].startswith((".", "_"))]
+    elif any(c in path for c in "*?["):
+        found = fs.glob(path)
+    elif fs.exists(path):
+        found = [path]
+    else:
+        raise InputError(f"--input {location!r}: no such file or directory")
+    if not found:
+        raise InputError(f"--input {location!r}: no files")
+    local = "file" in (fs.protocol if isinstance(fs.protocol, tuple | list) else [fs.protocol])
+    return sorted(found) if local else [fs.unstrip_protocol(p) for p in sorted(found)]
+
+
+def read_rows(fmt: str, location: str, batch_rows: int = 4096) -> Rows:
+    """The rows of the `fmt` files at `location`."""
+    if fmt not in FORMATS:
+        raise InputError(f"--from {fmt!r}: expected one of {', '.join(FORMATS)} (or sql)")
+    files = input_files(location)
+    reader = {"csv": _csv, "parquet": _parquet, "tfrecord": _tfrecord}[fmt]
+    return reader(files, batch_rows)
+
+
+def _same_columns(first: list[str], names: list[str], file: str) -> None:
+    if names != first:
+        raise InputError(f"{file}: columns {names} differ from the first file's {first}")
+
+
+def _batched(rows: Iterator[list[Any]], batch_rows: int) -> Iterator[list[list[Any]]]:
+    while batch := list(itertools.islice(rows, batch_rows)):
+        yield batch
+
+
+# -- CSV --------------------------------------------------------------------------------------
+
+
+def _csv_type(values: list[str]) -> Callable[[str], Any]:
+    present = [v for v in values if v != ""]
+    for parse in (int, float):
+        try:
+            for value in present:
+                parse(value)
+        except ValueError:
+            continue
+        if present:
+            return parse
+    return str
+
+
+def _csv_value(parse: Callable[[str], Any], text: str) -> Any:
+    if text == "":
+        return None
+    try:
+        return parse(text)
+    except ValueError:
+        return text  # the conversion names the column and row of a value of another type
+
+
+def _csv(files: list[str], batch_rows: int) -> Rows:
+    opened: list[Any] = []
+
+    def rows_of(file: str) -> tuple[list[str], Iterator[list[str]]]:
+        handle = fsspec.open(file, "r", newline="", encoding="utf-8").open()
+        opened.append(handle)
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if not header:
+            raise InputError(f"{file}: empty; a CSV file needs a header line naming the columns")
+        return [h.strip() for h in header], reader
+
+    names, first_rows = rows_of(files[0])
+    sample = list(itertools.islice(first_rows, CSV_TYPE_SAMPLE_ROWS))
+    parsers = [_csv_type([row[i] for row in sample if i < len(row)]) for i in range(len(names))]
+
+    def typed(file: str, rows: Iterator[list[str]], start: int) -> Iterator[list[Any]]:
+        for number, row in enumerate(rows, start):
+            if len(row) != len(names):
+                raise InputError(
+                    f"{file} line {number}: {len(row)} fields, the header names {len(names)}"
+                )
+            yield [_csv_value(p, v) for p, v in zip(parsers, row, strict=True)]
+
+    def all_rows() -> Iterator[list[Any]]:
+        yield from typed(files[0], iter(sample), 2)
+        yield from typed(files[0], first_rows, 2 + len(sample))
+        for file in files[1:]:
+            more, rows = rows_of(file)
+            _same_columns(names, more, file)
+            yield from typed(file, rows, 2)
+
+    def close() -> None:
+        for handle in opened:
+            handle.close()
+
+    return names, _batched(all_rows(), batch_rows), close
+
+
+# -- Parquet ----------------------------------------------------------------------------------
+
+
+def _parquet(files: list[str], batch_rows: int) -> Rows:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(f"--from parquet needs pyarrow: {PARQUET_EXTRA}") from None
+    opened: list[Any] = []
+
+    def open_file(file: str) -> Any:
+        handle = fsspec.open(file, "rb").open()
+        opened.append(handle)
+        try:
+            return pq.ParquetFile(handle)
+        except Exception as err:  # noqa: BLE001 - pyarrow raises several kinds
+            raise InputError(f"{file}: not a Parquet file ({err})") from None
+
+    first = open_file(files[0])
+    names = list(first.schema_arrow.names)
+
+    def batches() -> Iterator[list[list[Any]]]:
+        for index, file in enumerate(files):
+            parquet = first if index == 0 else open_file(file)
+            _same_columns(names, list(parquet.schema_arrow.names), file)
+            for batch in parquet.iter_batches(batch_size=batch_rows):
+                columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+                yield [list(row) for row in zip(*columns, strict=True)]
+
+    def close() -> None:
+        for handle in opened:
+            handle.close()
+
+    return names, batches(), close
+
+
+# -- TFRecord ---------------------------------------------------------------------------------
+
+
+def _example_row(record: bytes, file: str) -> dict[str, Any]:
+    from tensorflow.core.example import example_pb2
+
+    example = example_pb2.Example()
+    try:
+        example.ParseFromString(record)
+    except Exception:  # noqa: BLE001 - protobuf's DecodeError
+        raise InputError(f"{file}: a record is not a tf.train.Example") from None
+    row = {}
+    for name, feature in example.features.feature.items():
+        kind = feature.WhichOneof("kind")
+        values = list(getattr(feature, kind).value) if kind else []
+        if len(values) != 1:
+            raise InputError(
+                f"{file}: feature {name!r} holds {len(values)} values; only features with "
+                "one value per record convert to columns"
+            )
+        row[name] = values[0]
+    return row
+
+
+def _tfrecord(files: list[str], batch_rows: int) -> Rows:
+    import tensorflow as tf
+
+    def records() -> Iterator[tuple[str, bytes]]:
+        for file in files:
+            try:
+                for record in tf.data.TFRecordDataset(file).as_numpy_iterator():
+                    yield file, bytes(record)
+            except tf.errors.OpError as err:
+                raise InputError(f"{file}: not a TFRecord file ({err.message})") from None
+
+    stream = records()
+    first = next(stream, None)
+    if first is None:
+        raise InputError(f"{files[0]}: no records (is it a TFRecord file?)")
+    names = sorted(_example_row(first[1], first[0]))
+
+    def rows() -> Iterator[list[Any]]:
+        for file, record in itertools.chain([first], stream):
+            row = _example_row(record, file)
+            if sorted(row) != names:
+                raise InputError(f"{file}: a record's features {sorted(row)} are not {names}")
+            yield [row[n] for n in names]
+
+    return names, _batched(rows(), batch_rows), lambda: None
+
+
+def describe(fmt: str, location: str) -> dict[str, Any]:
+    """What schema.json records of the source."""
+    return {"input": location, "input_format": fmt}

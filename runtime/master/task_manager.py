@@ -571,6 +571,10 @@ class TaskManager:
             r.task for r in self._doing.values() if worker_id is None or r.worker_id == worker_id
         ]
 
+    def holders(self) -> set[int]:
+        """The workers that hold a task now."""
+        return {r.worker_id for r in self._doing.values()}
+
     @property
     def epoch(self) -> int:
         """The epoch of the work in progress (the last planned one)."""

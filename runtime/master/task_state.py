@@ -77,6 +77,11 @@ class TaskState:
         with self._lock:
             return dict(self._stats.tasks_done)
 
+    def holders(self) -> set[int]:
+        """Workers holding a task now (`elasticdl status`)."""
+        with self._lock:
+            return self._tasks.holders()
+
     def on_dispatch(self, hook: Callable[[int], None]) -> None:
         """Call `hook(worker_id)` as each task is handed out, under the servicer's lock (a
         chaos `stop` lands there: resizing.py)."""

@@ -15,6 +15,7 @@ Writing TensorBoard never fails a job: the first error is logged once and the si
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import tempfile
 import time
@@ -199,3 +200,34 @@ class TensorBoardFeed:
 
     def close(self) -> None:
         self.sink.close()
+
+
+def open_feed(job_name: str, url: str, events: Any, spec: Any) -> TensorBoardFeed | None:
+    """The live TensorBoard feed of a job at `url`; None (one warning) if it cannot be
+    written: TensorBoard never fails a job. `spec`: the model spec (the learning-rate curve
+    reads its optimizer)."""
+    try:
+        sink = TensorBoardSink(url)
+    except Exception as err:  # noqa: BLE001 - a bad URL, no permission, a full disk
+        log.warning("job %s: no TensorBoard logs at %s: %s", job_name, url, err)
+        return None
+    try:
+        optimizer = spec.instantiate().optimizer
+    except Exception:  # noqa: BLE001 - no learning-rate curve, nothing else lost
+        optimizer = None
+    log.info("job %s: TensorBoard logs in %s", job_name, url)
+    return TensorBoardFeed(events, sink, optimizer)
+
+
+def discard_default(output: str) -> None:
+    """After a failed publication nothing of the job stays in a local --output: the
+    TensorBoard logs written there by default go too (with the folder, if they alone made it)."""
+    if not is_local(output):
+        return
+    _, path = fsspec.core.url_to_fs(os.path.expanduser(output))
+    folder = Path(path).absolute()
+    shutil.rmtree(folder / "tensorboard", ignore_errors=True)
+    try:
+        folder.rmdir()
+    except OSError:
+        pass

@@ -48,6 +48,7 @@ from elasticdl.runtime.master.export import export_model, write_trained_model
 from elasticdl.runtime.master.instances import InstanceManager, LocalInstanceManager, Role
 from elasticdl.runtime.master.live_status import status_report
 from elasticdl.runtime.master.options import TrainOptions
+from elasticdl.runtime.master.preflight import build_model_once, init_checkpoint_version
 from elasticdl.runtime.master.progress import ProgressDisplay
 from elasticdl.runtime.master.progress_journal import (
     ProgressJournal,
@@ -72,7 +73,7 @@ from elasticdl.runtime.master.task_manager import (
     TaskManagerConfig,
 )
 from elasticdl.runtime.master.task_state import TaskState
-from elasticdl.runtime.master.tensorboard import TensorBoardFeed, TensorBoardSink, is_local
+from elasticdl.runtime.master.tensorboard import discard_default, open_feed
 from elasticdl.runtime.master.training_plugin import Evaluations, TrainingPlugin
 from elasticdl.runtime.model_spec import load_model_spec
 from elasticdl.runtime.outputs import PublishError, check_output, publish, staging_dir
@@ -129,7 +130,7 @@ class TrainingJob:
         """The parameter servers' addresses, once `run()` started them."""
         self._journal: ProgressJournal | None = None
         self._callbacks = JobCallbacks()
-        self._status_source: tuple[Supervisor, MasterServicer, TaskState] | None = None
+        self._status_source: tuple[Supervisor, TaskState] | None = None
 
     # -- preparation ---------------------------------------------------------------------------
 
@@ -176,8 +177,19 @@ class TrainingJob:
         config = job_config(o, self.job_name, zoo, checkpoint_dir, init_dir)
         config = dataclasses.replace(config, versions_per_epoch=_versions_per_epoch(shards, config))
         self._callbacks = _checked_callbacks(spec, self._eval_metrics, bool(self._eval_shards))
-        instance = self._build_model(config, sample, shards[0].file)
-        self._check_checkpoints(config, instance)
+        instance = build_model_once(config, sample, shards[0].file, o.model_def, o.params)
+        version = init_checkpoint_version(config, instance)
+        if version is not None:
+            log.info(
+                "job %s starts from checkpoint version %d in %s",
+                self.job_name,
+                version,
+                config.checkpoint_dir_for_init,
+            )
+            self._resumed_from = {"dir": config.checkpoint_dir_for_init, "model_version": version}
+            if o.evaluation_steps:
+                steps = o.evaluation_steps
+                self._first_eval_version = (version // steps + 1) * steps
         log.info(
             "job %s: %s (%s style) on %d record(s) in %d file(s), %d task(s)/epoch x %d epoch(s)",
             self.job_name,
@@ -221,50 +233,6 @@ class TrainingJob:
         return self._journal.open_run(
             plan, point.from_version if point else -1, point.resumed if point else None
         )
-
-    def _build_model(self, config: JobConfig, sample: list[bytes], file: str) -> Any:
-        """Build the model once on the first records, as every worker will, before starting
-        anything: a param of the right name and a wrong type (`hidden_units='abc'`) fails here
-        in one line instead of in every worker launched. Returns the built instance."""
-        from elasticdl.runtime.data.metadata import DatasetMetadata
-        from elasticdl.runtime.model_build import build_model
-
-        o = self.options
-        try:
-            instance = config.load_spec().instantiate()
-            build_model(instance, sample, metadata=DatasetMetadata.for_file(file, sample[0]))
-        except Exception as err:  # noqa: BLE001 - user code: any error is the model's
-            text = str(err).strip().splitlines()
-            detail = f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
-            params = f" with --params {o.params!r}" if o.params else ""
-            raise ValueError(
-                f"--model_def {o.model_def}{params}: the model cannot be built on the first "
-                f"records of {file}: {detail} (check the params' values and types)"
-            ) from None
-        return instance
-
-    def _check_checkpoints(self, config: JobConfig, instance: Any) -> None:
-        """Fail before starting anything if --checkpoint_dir_for_init does not fit the model."""
-        if not config.checkpoint_dir_for_init:
-            return
-        from elasticdl.runtime.ps import checkpoint
-        from elasticdl.runtime.variables import named_variables
-
-        trainable, state = named_variables(instance.model)
-        shapes = {name: tuple(v.shape) for name, v in {**trainable, **state}.items()}
-        version = checkpoint.check_directory(
-            config.checkpoint_dir_for_init, shapes, config.model_def
-        )
-        log.info(
-            "job %s starts from checkpoint version %d in %s",
-            self.job_name,
-            version,
-            config.checkpoint_dir_for_init,
-        )
-        self._resumed_from = {"dir": config.checkpoint_dir_for_init, "model_version": version}
-        steps = self.options.evaluation_steps
-        if steps:
-            self._first_eval_version = (version // steps + 1) * steps
 
     # -- the job -------------------------------------------------------------------------------
 
@@ -324,9 +292,13 @@ class TrainingJob:
         servicer.serve_ps_addresses(lambda: list(supervisor.ps_addrs))
         self.master_addr = master_addr
         servicer.stop_at_version = self._callbacks.max_steps or 0
-        self._status_source = (supervisor, servicer, tasks)
+        self._status_source = (supervisor, tasks)
         progress = ProgressDisplay(task_manager.records_planned, o.num_epochs)
-        live = views.LiveViews(self.events, progress, self._tensorboard())
+        tensorboard_url = (
+            o.tensorboard_dir or self._callbacks.tensorboard_dir or o.resolved_tensorboard_dir
+        )
+        feed = open_feed(self.job_name, tensorboard_url, self.events, self._spec)
+        live = views.LiveViews(self.events, progress, feed)
         error, status, training_s = "", "failed", 0.0
         ps_client = health = plugin = None
         try:
@@ -395,7 +367,8 @@ class TrainingJob:
             except PublishError as err:
                 if live.tensorboard is not None:
                     live.tensorboard.close()
-                self._discard_tensorboard()
+                if not (o.tensorboard_dir or self._callbacks.tensorboard_dir):
+                    discard_default(o.output)
                 raise JobFailed(str(err)) from None
             except OSError as err:  # staging the model: TMPDIR full, say
                 cause = err.strerror or str(err)
@@ -436,9 +409,7 @@ class TrainingJob:
         """The live report of the running job (`elasticdl status`; live_status.py)."""
         if self._status_source is None:
             return {"job_name": self.job_name, "state": "starting"}
-        supervisor, servicer, tasks = self._status_source
-        with servicer.lock:
-            holding = servicer.tasks.holders()
+        supervisor, tasks = self._status_source
         return status_report(
             self.job_name,
             self.events,
@@ -447,46 +418,8 @@ class TrainingJob:
             time.monotonic(),
             self.options.num_epochs,
             supervisor.manager.alive(Role.WORKER),
-            holding,
+            tasks.holders(),
         )
-
-    def _tensorboard(self) -> TensorBoardFeed | None:
-        """The live TensorBoard feed at --tensorboard_dir; None (one warning) if it cannot be
-        written: TensorBoard never fails a job."""
-        url = self._tensorboard_url()
-        try:
-            sink = TensorBoardSink(url)
-        except Exception as err:  # noqa: BLE001 - a bad URL, no permission, a full disk
-            log.warning("job %s: no TensorBoard logs at %s: %s", self.job_name, url, err)
-            return None
-        try:
-            optimizer = self._spec.instantiate().optimizer
-        except Exception:  # noqa: BLE001 - no learning-rate curve, nothing else lost
-            optimizer = None
-        log.info("job %s: TensorBoard logs in %s", self.job_name, url)
-        return TensorBoardFeed(self.events, sink, optimizer)
-
-    def _tensorboard_url(self) -> str:
-        """--tensorboard_dir, else the log_dir of the model file's TensorBoard callback, else
-        `<output>/tensorboard`."""
-        return (
-            self.options.tensorboard_dir
-            or self._callbacks.tensorboard_dir
-            or self.options.resolved_tensorboard_dir
-        )
-
-    def _discard_tensorboard(self) -> None:
-        """After a failed publication nothing of the job stays in --output: the TensorBoard
-        logs written there by default go too (with the output folder, if they alone made it)."""
-        explicit = self.options.tensorboard_dir or self._callbacks.tensorboard_dir
-        if explicit or not is_local(self.options.output):
-            return
-        output = Path(_local_absolute(self.options.output))
-        shutil.rmtree(output / "tensorboard", ignore_errors=True)
-        try:
-            output.rmdir()
-        except OSError:
-            pass
 
     def _report(
         self,

@@ -424,32 +424,9 @@ class Parameters:
 
     def _assign_optimizer_state_locked(self, state: ShardState, source: str) -> None:
         where = f"checkpoint {source}" if source else "the restored state"
-        if set(state.slots) != set(self._slot_variables):
-            theirs = sorted({k.rsplit("/", 1)[1] for k in state.slots})
-            ours = sorted({k.rsplit("/", 1)[1] for k in self._slot_variables})
-            _log.warning(
-                "optimizer state in %s does not fit %s (slots %s there, %s here): parameters "
-                "restored, the optimizer starts fresh",
-                where,
-                type(self._optimizer).__name__,
-                theirs,
-                ours,
-            )
-            return
-        targets = [(k, self._slot_variables[k], v) for k, v in state.slots.items()]
-        targets += [
-            (k, self._optimizer_variables[k], v)
-            for k, v in state.optimizer.items()
-            if k in self._optimizer_variables
-        ]
-        for key, variable, value in targets:
-            if tuple(variable.shape) != tuple(np.shape(value)):
-                raise CheckpointError(
-                    f"{where}: optimizer variable {key!r} has shape {tuple(np.shape(value))}, "
-                    f"the optimizer expects {tuple(variable.shape)}"
-                )
-        for _, variable, value in targets:
-            variable.assign(np.asarray(value, dtype=variable.dtype))
+        assign_optimizer_state(
+            state, self._optimizer, self._slot_variables, self._optimizer_variables, where
+        )
 
     def _check_same_model(self, values: Mapping[str, np.ndarray], fixed: set[str]) -> None:
         held = {n: tuple(v.shape) for n, v in self._variables.items()}
@@ -817,3 +794,41 @@ class _ApplyFunctions:
         specs = [tf.TensorSpec(v.shape, v.dtype) for v in chosen]
         function = tf.function(apply, jit_compile=self.jit, autograph=False)
         return function.get_concrete_function(specs, tf.TensorSpec((), tf.float32))
+
+
+def assign_optimizer_state(
+    state: ShardState,
+    optimizer: Any,
+    slots: Mapping[str, Any],
+    optimizer_variables: Mapping[str, Any],
+    where: str,
+) -> None:
+    """Put a restored shard's optimizer slots and variables into the live optimizer. Slots of
+    another optimizer: a warning, and the optimizer starts fresh; a shape that does not fit:
+    CheckpointError naming `where`."""
+    if set(state.slots) != set(slots):
+        theirs = sorted({k.rsplit("/", 1)[1] for k in state.slots})
+        ours = sorted({k.rsplit("/", 1)[1] for k in slots})
+        _log.warning(
+            "optimizer state in %s does not fit %s (slots %s there, %s here): parameters "
+            "restored, the optimizer starts fresh",
+            where,
+            type(optimizer).__name__,
+            theirs,
+            ours,
+        )
+        return
+    targets = [(k, slots[k], v) for k, v in state.slots.items()]
+    targets += [
+        (k, optimizer_variables[k], v)
+        for k, v in state.optimizer.items()
+        if k in optimizer_variables
+    ]
+    for key, variable, value in targets:
+        if tuple(variable.shape) != tuple(np.shape(value)):
+            raise CheckpointError(
+                f"{where}: optimizer variable {key!r} has shape {tuple(np.shape(value))}, "
+                f"the optimizer expects {tuple(variable.shape)}"
+            )
+    for _, variable, value in targets:
+        variable.assign(np.asarray(value, dtype=variable.dtype))

@@ -32,7 +32,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 DATA_PACKAGES = {"elasticdl.workflows.schemas"}
 """Folders without __init__.py that ship package data (listed, so setuptools does not warn)."""
 SOURCE_FOLDERS = ("elasticdl", "runtime", "steps", "workflows", "proto", "model_zoo")
-OPTIONAL_IMPORTS = {"kubernetes_validate": "lint"}
+OPTIONAL_IMPORTS = {"kubernetes_validate": "lint", "tf_keras": "keras2", "pyarrow": "parquet"}
 """Imports the sources guard, naming the extra that provides them."""
 SAME_CODE = {"tensorflow": ("tensorflow", "tensorflow-cpu")}
 """A declared distribution and the ones that install the same modules (the dev venv takes

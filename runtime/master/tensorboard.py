@@ -219,15 +219,27 @@ def open_feed(job_name: str, url: str, events: Any, spec: Any) -> TensorBoardFee
     return TensorBoardFeed(events, sink, optimizer)
 
 
-def discard_default(output: str) -> None:
-    """After a failed publication nothing of the job stays in a local --output: the
-    TensorBoard logs written there by default go too (with the folder, if they alone made it)."""
+def set_aside_default(output: str, log_dir: Path) -> Path | None:
+    """A job that did not succeed publishes nothing in a local --output: the TensorBoard logs
+    written there by default move to the job's log folder (beside its report), and --output
+    goes if they alone made it. Returns where they went (None: nothing to move)."""
     if not is_local(output):
-        return
+        return None
     _, path = fsspec.core.url_to_fs(os.path.expanduser(output))
     folder = Path(path).absolute()
-    shutil.rmtree(folder / "tensorboard", ignore_errors=True)
+    logs = folder / "tensorboard"
+    if not logs.is_dir():
+        return None
+    target = log_dir / "tensorboard"
+    shutil.rmtree(target, ignore_errors=True)
+    try:
+        shutil.move(str(logs), str(target))
+    except OSError as err:
+        log.warning("could not move the TensorBoard logs %s to %s: %s", logs, target, err)
+        shutil.rmtree(logs, ignore_errors=True)
+        target = None
     try:
         folder.rmdir()
     except OSError:
         pass
+    return target

@@ -73,7 +73,7 @@ from elasticdl.runtime.master.task_manager import (
     TaskManagerConfig,
 )
 from elasticdl.runtime.master.task_state import TaskState
-from elasticdl.runtime.master.tensorboard import discard_default, open_feed
+from elasticdl.runtime.master.tensorboard import open_feed, set_aside_default
 from elasticdl.runtime.master.training_plugin import Evaluations, TrainingPlugin
 from elasticdl.runtime.model_spec import load_model_spec
 from elasticdl.runtime.outputs import PublishError, check_output, publish, staging_dir
@@ -365,10 +365,6 @@ class TrainingJob:
                 write_trained_model(trained, staged)
                 publish(staged, o.output)
             except PublishError as err:
-                if live.tensorboard is not None:
-                    live.tensorboard.close()
-                if not (o.tensorboard_dir or self._callbacks.tensorboard_dir):
-                    discard_default(o.output)
                 raise JobFailed(str(err)) from None
             except OSError as err:  # staging the model: TMPDIR full, say
                 cause = err.strerror or str(err)
@@ -397,6 +393,10 @@ class TrainingJob:
                 ps_client.close()
             live.close()
         if status != "succeeded":
+            if not (o.tensorboard_dir or self._callbacks.tensorboard_dir):
+                moved = set_aside_default(o.output, work)
+                if moved is not None:
+                    log.info("job %s: its TensorBoard logs are in %s", self.job_name, moved)
             tasks.drain_events(self.events)
             seconds = training_s or time.monotonic() - supervisor.t0
             report = self._report(tasks, status, error, seconds, supervisor)

@@ -82,10 +82,14 @@ class _Progress:
             self._pending = None
 
 
-def _train_task(task: Any, trainer: Any, readers: _Readers, progress: _Progress) -> tuple[int, int]:
-    """Train on one task; return (records done, records skipped for a non-finite loss).
+def _train_task(
+    task: Any, trainer: Any, readers: _Readers, progress: _Progress
+) -> tuple[int, int, bool]:
+    """Train on one task; return (records done, records skipped for a non-finite loss, whether
+    SIGTERM cut it short).
 
-    Returns early, with the progress made, when SIGTERM arrived (checked per minibatch).
+    Returns early, with the progress made reported, when SIGTERM arrived (checked per
+    minibatch); a task that ran to its end is the caller's to report, SIGTERM or not.
     """
     from elasticdl.proto import elasticdl_pb2 as pb
     from elasticdl.runtime.worker.order import visiting_order
@@ -117,14 +121,26 @@ def _train_task(task: Any, trainer: Any, readers: _Readers, progress: _Progress)
             )
         )
         if _Stop.requested:
-            return trainer.finish_task(), nonfinite
+            # The push in flight lands first; its records are reported before the worker
+            # leaves, or the master would requeue (and retrain) them.
+            done = trainer.finish_task()
+            progress.send(
+                pb.ReportProgressRequest(
+                    worker_id=trainer.worker_id,
+                    task_id=task.task_id,
+                    records_done=done,
+                    loss=float("nan"),
+                    model_version=trainer.model_version,
+                )
+            )
+            return done, nonfinite, True
     done = trainer.finish_task()
     if done == 0 and nonfinite:
         raise FloatingPointError(
             f"the loss was NaN or infinite for every minibatch of records [{task.start}, "
             f"{task.end}) of {task.shard_name}; check the data and the loss function"
         )
-    return len(records), nonfinite
+    return len(records), nonfinite, False
 
 
 def _evaluate_task(task: Any, trainer: Any, readers: _Readers, master: Any) -> int:
@@ -216,18 +232,19 @@ def run(args: argparse.Namespace) -> int:
             break
         error = ""
         done = nonfinite = 0
+        cut_short = False
         try:
             if task.type == pb.EVALUATION:
                 done = _evaluate_task(task, engine, readers, master)
             elif task.type == pb.PREDICTION:
                 done = _predict_task(task, engine, readers)
             else:
-                done, nonfinite = _train_task(task, engine, readers, progress)
+                done, nonfinite, cut_short = _train_task(task, engine, readers, progress)
         except Exception as err:  # noqa: BLE001 - user code: report it as the task's failure
             error = f"{type(err).__name__}: {err}"
             log.error("worker %d: task %d failed:\n%s", worker_id, task.task_id, _short_tb())
         progress.flush()
-        if _Stop.requested and task.type == pb.TRAINING:
+        if cut_short:
             log.info("worker %d: SIGTERM, stopped after the current minibatch", worker_id)
             break
         result = pb.ReportTaskResultRequest(

@@ -50,6 +50,7 @@ def test_services_and_round_trip():
         "report_progress",
         "report_task_result",
         "finish_task",
+        "get_ps_addresses",
         "report_evaluation_metrics",
         "report_version",
         "scale_workers",

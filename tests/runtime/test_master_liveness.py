@@ -112,6 +112,7 @@ def test_sigterm_to_the_master_stops_the_job_with_a_stopped_report(tmp_path, reg
     assert [(e["reason"], e["exit_code"]) for e in exits] == [("retired", 0)] * 2, context
     assert report["records"]["trained"] > 0
     assert sorted(p.name for p in output.iterdir()) == ["checkpoints"], "nothing published"
+    assert list((logs / "tensorboard").glob("events.out.tfevents.*")), "live logs set aside"
     kept = [c["version"] for c in report["checkpoints"]]
     assert kept and kept == checkpoint.valid_versions(str(checkpoints)), context
 

@@ -85,7 +85,6 @@ def scale_via_master(
     the job's `job.secret` or its directory (none: the call is refused, UNAUTHENTICATED).
 
     ScaleRefused when it says no; ValueError when it cannot be reached or did not answer."""
-    from pathlib import Path
 
     import grpc
 
@@ -94,14 +93,7 @@ def scale_via_master(
     from elasticdl.runtime import auth
     from elasticdl.runtime.master.servicer import SCALE_ANSWER_S
 
-    credentials = None
-    if secret_file:
-        path = Path(secret_file)
-        path = path / auth.SECRET_FILE if path.is_dir() else path
-        try:
-            credentials = auth.read_secret(path)
-        except auth.AuthError as err:
-            raise ValueError(f"--secret_file: {err}") from None
+    credentials = auth.secret_from_flag(secret_file) if secret_file else None
     with auth.channel(address, credentials) as channel:
         stub = elasticdl_pb2_grpc.MasterStub(channel)
         try:

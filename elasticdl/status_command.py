@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 
 def add_status_command(commands: argparse._SubParsersAction) -> None:
@@ -43,12 +42,7 @@ def fetch(address: str, secret_file: str, timeout_s: float = 10.0) -> dict:
     from elasticdl.runtime import auth
     from elasticdl.runtime.master.status_service import fetch_status
 
-    path = Path(secret_file)
-    path = path / auth.SECRET_FILE if path.is_dir() else path
-    try:
-        credentials = auth.read_secret(path)
-    except auth.AuthError as err:
-        raise ValueError(f"--secret_file: {err}") from None
+    credentials = auth.secret_from_flag(secret_file)
     with auth.channel(address, credentials) as channel:
         try:
             return fetch_status(channel, timeout_s)

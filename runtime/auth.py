@@ -94,6 +94,17 @@ def read_secret(path: str | Path, tls: Tls | None = None) -> JobAuth:
     return JobAuth(secret, tls)
 
 
+def secret_from_flag(value: str | Path) -> JobAuth:
+    """The credentials a command's --secret_file names: the job's secret file, or the log
+    directory holding it. ValueError (one line, naming the flag) when it cannot be read."""
+    path = Path(value)
+    path = path / SECRET_FILE if path.is_dir() else path
+    try:
+        return read_secret(path)
+    except AuthError as err:
+        raise ValueError(f"--secret_file: {err}") from None
+
+
 def load_tls(directory: str | Path) -> Tls:
     """TLS material from `directory` (see the module docstring); AuthError names what is
     missing."""

@@ -72,9 +72,16 @@ def write_png(history: dict[str, Any], path: Path) -> Path | None:
         draw.rectangle([left, upper, right, lower], outline=(120, 120, 120))
         draw.text((left, top + 8), title, fill="black", font=font)
         draw.text((4, upper), f"{max(ys):.4g}", fill="black", font=font)
-        draw.text((4, lower - 10), f"{min(ys):.4g}", fill="black", font=font)
-        draw.text((left, lower + 6), f"{x_name} {min(xs):g}", fill="black", font=font)
-        draw.text((right - 90, lower + 6), f"{max(xs):g}", fill="black", font=font)
+        if max(ys) > min(ys):
+            draw.text((4, lower - 10), f"{min(ys):.4g}", fill="black", font=font)
+        # The x labels stand under the first and the last point.
+        first = f"{x_name} {min(xs):g}"
+        first_at = at(min(xs), y0)[0] - draw.textlength(f"{x_name} ", font=font)
+        draw.text((max(left, first_at), lower + 6), first, fill="black", font=font)
+        if max(xs) > min(xs):
+            last = f"{max(xs):g}"
+            last_at = at(max(xs), y0)[0] - draw.textlength(last, font=font) / 2
+            draw.text((last_at, lower + 6), last, fill="black", font=font)
         color = COLORS[index % len(COLORS)]
         pixels = [at(x, y) for x, y in points]
         if len(pixels) > 1:

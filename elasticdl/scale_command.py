@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from elasticdl.cluster_args import add_cluster_arguments, core_api
 from elasticdl.runtime.master.scaling import MAX_WORKERS, ScaleRefused
 
 EXIT_REFUSED = 1
@@ -39,9 +40,7 @@ def add_scale_command(commands: argparse._SubParsersAction) -> None:
         help="with --master: the job's secret (LOG_DIR/job.secret, or LOG_DIR itself)",
     )
     scale.add_argument("--workers", type=int, required=True, help="the number of workers wanted")
-    scale.add_argument("--namespace", default="", help="default: the kubeconfig context's")
-    scale.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG or ~/.kube")
-    scale.add_argument("--context", default=None, help="a kubeconfig context")
+    add_cluster_arguments(scale)
     scale.add_argument(
         "--wait",
         type=float,
@@ -114,19 +113,10 @@ def scale_via_master(
 
 
 def _scale_on_kubernetes(args: argparse.Namespace) -> str:
-    from kubernetes import client
-
-    from elasticdl.runtime.k8s.manager import current_namespace, load_api_client
     from elasticdl.runtime.k8s.scale import ScaleRequestError, request_scale
 
+    api, namespace = core_api(args)
     try:
-        api_client = load_api_client(args.kubeconfig, args.context)
-    except Exception as err:  # noqa: BLE001 - kubernetes.config raises several kinds
-        raise ValueError(f"no Kubernetes configuration to reach the cluster: {err}") from None
-    namespace = args.namespace or current_namespace(args.kubeconfig)
-    try:
-        return request_scale(
-            client.CoreV1Api(api_client), namespace, args.job, args.workers, wait_s=args.wait
-        )
+        return request_scale(api, namespace, args.job, args.workers, wait_s=args.wait)
     except ScaleRequestError as err:
         raise ValueError(str(err)) from None

@@ -1,18 +1,24 @@
 """`elasticdl status`: how a running training job is doing.
 
     elasticdl status --master HOST:PORT --secret_file LOG_DIR [--json]
+    elasticdl status JOB [--namespace NS] [--kubeconfig PATH] [--context CTX] [--json]
 
-The local engine logs "master on HOST:PORT, logs in LOG_DIR"; the master answers its `status`
-call (runtime/master/status_service.py) with the live report: progress, workers and their
-states, recent failures, the latest evaluation metrics. The call is authenticated like every
-call to a job, with the job's secret that `--secret_file` reads (LOG_DIR/job.secret, or LOG_DIR),
-as `elasticdl scale --master` does. Exit status 0 with the report, 2 when no master answered.
+The master answers with the live report (runtime/master/live_status.py): progress, workers and
+their states, recent failures, the latest evaluation metrics. Locally (the engine logs "master
+on HOST:PORT, logs in LOG_DIR") through its `status` call (runtime/master/status_service.py),
+authenticated like every call to a job with the job's secret that `--secret_file` reads
+(LOG_DIR/job.secret, or LOG_DIR), as `elasticdl scale --master` does. On Kubernetes (JOB: the
+job name, on Argo the workflow's) through an annotation on the job's ConfigMap
+(runtime/k8s/status_channel.py), as `elasticdl scale JOB` does. Exit status 0 with the report,
+2 when no master answered.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+
+from elasticdl.cluster_args import add_cluster_arguments, core_api
 
 
 def add_status_command(commands: argparse._SubParsersAction) -> None:
@@ -23,15 +29,24 @@ def add_status_command(commands: argparse._SubParsersAction) -> None:
         "workers and their states, recent failures, metrics.",
     )
     status.add_argument(
-        "--master", required=True, help="HOST:PORT of the job's master (it logs 'master on')"
+        "job", nargs="?", default="", help="the job's name (Kubernetes; on Argo: the workflow)"
+    )
+    status.add_argument(
+        "--master", default="", help="HOST:PORT of the job's master (it logs 'master on')"
     )
     status.add_argument(
         "--secret_file",
-        required=True,
-        help="the job's secret: LOG_DIR/job.secret, or LOG_DIR itself",
+        default="",
+        help="with --master: the job's secret, LOG_DIR/job.secret, or LOG_DIR itself",
     )
     status.add_argument("--json", action="store_true", help="print the report as JSON")
-    status.add_argument("--timeout", type=float, default=10.0, help="seconds to wait (10)")
+    status.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds to wait for the answer (default: 10 with --master, 30 on Kubernetes)",
+    )
+    add_cluster_arguments(status)
 
 
 def fetch(address: str, secret_file: str, timeout_s: float = 10.0) -> dict:
@@ -53,9 +68,30 @@ def fetch(address: str, secret_file: str, timeout_s: float = 10.0) -> dict:
             ) from None
 
 
+def fetch_on_kubernetes(args: argparse.Namespace, timeout_s: float = 30.0) -> dict:
+    """The live report of job `args.job` on Kubernetes; ValueError (one line) otherwise."""
+    from elasticdl.runtime.k8s.status_channel import StatusRequestError, request_status
+
+    api, namespace = core_api(args)
+    try:
+        return request_status(api, namespace, args.job, wait_s=timeout_s)
+    except StatusRequestError as err:
+        raise ValueError(str(err)) from None
+
+
 def run_status(args: argparse.Namespace) -> int:
     from elasticdl.runtime.master.live_status import format_status
 
-    report = fetch(args.master, args.secret_file, args.timeout)
+    if bool(args.job) == bool(args.master):
+        raise ValueError("give the job's name (Kubernetes) or --master HOST:PORT, one of them")
+    if args.master:
+        if not args.secret_file:
+            raise ValueError(
+                "--master needs --secret_file: the job's log directory (it logged 'master on "
+                "HOST:PORT, logs in LOG_DIR') or the job.secret file in it"
+            )
+        report = fetch(args.master, args.secret_file, args.timeout or 10.0)
+    else:
+        report = fetch_on_kubernetes(args, args.timeout or 30.0)
     print(json.dumps(report, indent=1) if args.json else format_status(report))
     return 0

@@ -59,7 +59,8 @@ def config_map_of(job_name: str) -> str:
 
 
 class ConfigMapScaleListener:
-    """Passes the resize requests annotated on one ConfigMap to a job's `ScaleInbox`."""
+    """Passes the resize requests annotated on one ConfigMap to a job's `ScaleInbox`, and
+    answers its status requests."""
 
     def __init__(
         self,
@@ -68,8 +69,12 @@ class ConfigMapScaleListener:
         name: str,
         inbox: ScaleInbox,
         poll_s: float = POLL_S,
+        status: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
+        """`status`: the job's live report, written for status requests (status_channel.py)."""
         self._api = api
+        self._status = status
+        self._status_answered = ""
         self._namespace = namespace
         self._name = name
         self._inbox = inbox
@@ -102,6 +107,17 @@ class ConfigMapScaleListener:
                 return  # not created yet, or gone at the end of the job
             raise
         annotations = dict(cm.metadata.annotations or {})
+        if self._status is not None:
+            from elasticdl.runtime.k8s.status_channel import answer_status
+
+            self._status_answered = answer_status(
+                self._api,
+                self._namespace,
+                self._name,
+                annotations,
+                self._status,
+                self._status_answered,
+            )
         value = annotations.get(ANNOTATION_WORKERS, "").strip()
         key = (value, annotations.get(ANNOTATION_REQUEST, ""))
         if not value:
@@ -149,7 +165,7 @@ def request_scale(
 
     `wait_s` 0: do not wait for the answer (returns what was asked)."""
     name = config_map_of(job_name)
-    annotations = _annotations(api, namespace, name, job_name) or {}
+    annotations = job_annotations(api, namespace, name, job_name) or {}
     if annotations.get(ANNOTATION_RESIZABLE) != "true":
         raise ScaleRequestError(
             f"job {job_name!r} cannot be resized: its master does not take resize requests "
@@ -176,7 +192,7 @@ def request_scale(
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         sleep(0.5)
-        found = _annotations(api, namespace, name, job_name, ended=True)
+        found = job_annotations(api, namespace, name, job_name, ended=True)
         if found is None:
             continue  # a transient read failure: try again
         answer = _parse_answer(found.get(ANNOTATION_ANSWER))
@@ -195,11 +211,12 @@ def request_scale(
     )
 
 
-def _annotations(
+def job_annotations(
     api: client.CoreV1Api, namespace: str, name: str, job_name: str, ended: bool = False
 ) -> dict[str, str] | None:
-    """The ConfigMap's annotations. `ended`: while waiting for an answer (404: the job has
-    ended; another failure: None, to read again)."""
+    """The job's ConfigMap's annotations (ScaleRequestError, one line, when it cannot be
+    read). `ended`: while waiting for an answer (404: the job has ended; another failure:
+    None, to read again). Status requests read them too (status_channel.py)."""
     try:
         cm = api.read_namespaced_config_map(name, namespace)
     except ApiException as err:
@@ -211,7 +228,7 @@ def _annotations(
             raise ScaleRequestError(
                 f"no running job {job_name!r} in namespace {namespace!r} (configmap {name} "
                 "not found); check the job name and --namespace (a job whose workers are "
-                "local processes is resized with --master HOST:PORT)"
+                "local processes: --master HOST:PORT)"
             ) from None
         raise ScaleRequestError(
             f"could not read configmap {name}: HTTP {err.status} {err.reason}"

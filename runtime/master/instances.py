@@ -22,10 +22,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from elasticdl.runtime import keras_mode
 from elasticdl.runtime.job_config import host_port
@@ -95,10 +95,12 @@ class InstanceManager(abc.ABC):
     def shutdown(self, grace_s: float = 5.0) -> None:
         """Stop everything: SIGTERM, then SIGKILL after `grace_s`."""
 
-    def listen_for_scale(self, inbox: ScaleInbox) -> None:  # noqa: B027 - optional hook
-        """Pass the platform's own resize requests to `inbox` until shutdown (Kubernetes: an
-        annotation on the job's ConfigMap). By default there are none: the master's gRPC
-        `scale_workers` is the one channel."""
+    def listen_for_scale(  # noqa: B027 - optional hook
+        self, inbox: ScaleInbox, status: Callable[[], dict[str, Any]] | None = None
+    ) -> None:
+        """Pass the platform's own resize requests to `inbox` until shutdown, and answer its
+        status requests with `status()` (Kubernetes: annotations on the job's ConfigMap). By
+        default there are none: the master's gRPC calls are the one channel."""
 
 
 def drain_exits(exits: queue.Queue[InstanceExit], timeout: float) -> list[InstanceExit]:

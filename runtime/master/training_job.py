@@ -268,7 +268,7 @@ class TrainingJob:
         except BaseException:
             server.stop(grace=None)
             raise
-        manager.listen_for_scale(self.scale_inbox)
+        manager.listen_for_scale(self.scale_inbox, self.live_status)
         servicer.admit_workers(lambda: manager.alive(Role.WORKER))
         log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
         tasks = TaskState(servicer)

@@ -14,7 +14,10 @@ have failed and the first of them was sent `timeout_s` or more ago. A probe's de
 2-core machine) but within `timeout_s` proves the PS alive; requiring a second failed probe
 keeps one lost answer (the master itself starved of CPU at the wrong moment) from condemning a
 PS. A PS that has not answered since it was (re)started is *starting*: it is flagged only after
-`start_timeout_s` (a relaunched PS restores its checkpoint and imports TensorFlow first).
+`start_timeout_s` (a relaunched PS restores its checkpoint and imports TensorFlow first), or
+once it is seen serving by other means (`served`: the model version advanced; without that, a
+PS stopped before any probe got through, probed from before it listened, was taken for
+starting for two minutes while the workers timed out on it).
 Results of probes sent to an earlier incarnation (before `restart`) are ignored.
 
 Thin I/O class, `PSHealthMonitor`: one daemon thread sends a probe to every PS each
@@ -25,6 +28,7 @@ under a lock). Interface for the supervisor:
     monitor.start()                      # begins probing; every PS is "starting"
     monitor.unresponsive(now=None)       # -> list[int]: ps ids to kill and relaunch
     monitor.down_since(ps_id)            # -> float | None: send time of its first failed probe
+    monitor.served(ps_id, generation)    # seen serving by other means: no longer "starting"
     monitor.set_address(ps_id, addr)     # after a relaunch (same or new address): restart
     monitor.wait_serving(addr, timeout_s)  # -> float: seconds until addr answers a probe
     monitor.checkpoint_writes()          # -> {ps_id: (incarnation, ShardWrites)} from answers
@@ -126,6 +130,20 @@ class PSLiveness:
         state.answered_at = probe.sent_at
         state.failed = [t for t in state.failed if t > probe.sent_at]
 
+    def served(self, ps_id: int, now: float, generation: int | None = None) -> None:
+        """PS `ps_id` was seen serving by `now` other than by a probe (the model version
+        advanced, which takes its push; its relaunch answered `wait_serving`).
+
+        A PS whose probes all failed so far (it was probed before it listened, then hung
+        before a probe got through) is then no longer *starting*: probes sent from `now` on
+        that fail make it unresponsive after `timeout_s`, not `start_timeout_s`. One that
+        answered a probe already is left as it is (its probes tell more exactly when it was
+        last alive). `generation`: the incarnation seen serving (default: the current one)."""
+        state = self._ps[ps_id]
+        if generation not in (None, state.generation) or state.answered_at is not None:
+            return
+        self.answered(Probe(ps_id, state.generation, now))
+
     def failed(self, probe: Probe, error: str = "") -> None:
         state = self._current(probe)
         if state is None or (state.answered_at is not None and probe.sent_at <= state.answered_at):
@@ -218,18 +236,24 @@ class PSHealthMonitor:
         if self._thread is not None:
             self._thread.join(timeout=5.0)
         with self._lock:
-            for channel in self._channels:
-                channel.close()
+            channels = list(self._channels)
+        for channel in channels:  # outside the lock: see set_address
+            channel.close()
 
     def set_address(self, ps_id: int, addr: str) -> None:
         """PS `ps_id` was relaunched (at `addr`): it is starting again from now."""
+        old = None
         with self._lock:
             if addr != self._addrs[ps_id]:
-                self._channels[ps_id].close()
+                old = self._channels[ps_id]
                 self._channels[ps_id] = self._channel(addr)
                 self._stubs[ps_id] = elasticdl_pb2_grpc.ParameterServerStub(self._channels[ps_id])
                 self._addrs[ps_id] = addr
             self._core.restart(ps_id, self._clock())
+        # Closing a channel waits for the callbacks of its calls, which take the lock: closed
+        # under it, a probe completing at that moment hangs the master for good.
+        if old is not None:
+            old.close()
 
     def _channel(self, addr: str) -> grpc.Channel:
         return auth.channel(addr, self._credentials, _CHANNEL_OPTIONS)
@@ -249,6 +273,11 @@ class PSHealthMonitor:
     def generation(self, ps_id: int) -> int:
         with self._lock:
             return self._core.generation(ps_id)
+
+    def served(self, ps_id: int, generation: int | None = None) -> None:
+        """PS `ps_id` (incarnation `generation`) was seen serving just now: `PSLiveness.served`."""
+        with self._lock:
+            self._core.served(ps_id, self._clock(), generation)
 
     def checkpoint_writes(self) -> dict[int, tuple[int, ShardWrites]]:
         """PS id -> (incarnation, its checkpoint writes) from the newest answered probes."""

@@ -139,6 +139,8 @@ class TrainingPlugin(JobPlugin):
     def on_pass(self, supervisor: Supervisor) -> None:
         tasks = supervisor.tasks
         if self._first_start and tasks.model_version() > 0:
+            for ps_id in self._first_start:
+                self._health.served(ps_id)
             self._serving |= self._first_start
             self._first_start.clear()
         self._evaluations.on_pass(tasks)
@@ -225,6 +227,8 @@ class TrainingPlugin(JobPlugin):
         return [(i, self._health.down_since(i) or now) for i in hung]
 
     def wait_serving(self, ps_id: int, address: str, timeout: float) -> float:
+        generation = self._health.generation(ps_id)
         seconds = self._health.wait_serving(address, timeout)
+        self._health.served(ps_id, generation)
         self._serving.add(ps_id)
         return seconds

@@ -9,10 +9,13 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent import futures
 from pathlib import Path
 
+import grpc
 import pytest
 
+from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime.job_config import JobConfig
 from elasticdl.runtime.master.ps_health import PSHealthMonitor, PSLiveness
 from elasticdl.runtime.zoo_source import builtin_zoo_root
@@ -20,7 +23,8 @@ from elasticdl.runtime.zoo_source import builtin_zoo_root
 HOST = "127.0.0.1"
 
 # Each script: (time, event) with events "send" (a probe to PS 0; probes are numbered in send
-# order), "ok N" / "fail N" (probe N's outcome), "restart"; then the status expected at the
+# order), "ok N" / "fail N" (probe N's outcome), "restart", "served" (seen serving other than
+# by a probe: the model version advanced); then the status expected at the
 # given time. timeout 5 s, start timeout 30 s, two failures needed.
 SCRIPTS = [
     ("never answered, early", [], 10.0, "starting"),
@@ -96,6 +100,55 @@ SCRIPTS = [
         20.0,
         "alive",
     ),
+    # A PS probed from before it listened, then stopped before a probe got through (a chaos
+    # stop at the 4th task on a loaded machine): its pushes show it served, so it is hung
+    # after the timeout, not the start timeout (it was: workers then timed out on it).
+    (
+        "seen serving without an answer, then silent",
+        [
+            (0, "send"),
+            (0, "fail 0"),
+            (1, "served"),
+            (2, "send"),
+            (3, "send"),
+            (7, "fail 1"),
+            (8, "fail 2"),
+        ],
+        8.0,
+        "unresponsive",
+    ),  # fmt: skip
+    (
+        "seen serving: probes failed before it do not count",
+        [(0, "send"), (0.5, "send"), (1, "served"), (5, "fail 0"), (5.5, "fail 1")],
+        20.0,
+        "alive",
+    ),
+    (
+        "seen serving without an answer, one failure is not enough",
+        [(1, "served"), (2, "send"), (7, "fail 0")],
+        25.0,
+        "alive",
+    ),
+    (
+        "seen serving after an answer changes nothing (the probes know better)",
+        [
+            (0, "send"),
+            (0, "ok 0"),
+            (1, "send"),
+            (2, "send"),
+            (3, "served"),
+            (6, "fail 1"),
+            (7, "fail 2"),
+        ],
+        7.0,
+        "unresponsive",
+    ),  # fmt: skip
+    (
+        "seen serving before a restart does not count for the new incarnation",
+        [(1, "served"), (2, "restart"), (3, "send"), (4, "send"), (8, "fail 0"), (9, "fail 1")],
+        20.0,
+        "starting",
+    ),
 ]
 
 
@@ -108,6 +161,8 @@ def test_liveness_core(name, events, at, expected):
             probes.append(core.sent(0, t))
         elif event == "restart":
             core.restart(0, t)
+        elif event == "served":
+            core.served(0, t)
         else:
             outcome, index = event.split()
             if outcome == "ok":
@@ -129,6 +184,17 @@ def test_down_since_is_the_first_failed_probe_after_the_last_answer():
     core.failed(late[1])
     core.failed(late[0])
     assert core.down_since(0) == 2.0
+
+
+def test_served_by_an_earlier_incarnation_is_ignored():
+    """A relaunch's `wait_serving` that returns after the PS was relaunched once more."""
+    core = PSLiveness(1, now=0.0, timeout_s=5.0, start_timeout_s=30.0)
+    old = core.generation(0)
+    core.restart(0, 1.0)
+    core.served(0, 2.0, generation=old)
+    assert core.status(0, 20.0) == "starting"
+    core.served(0, 3.0, generation=core.generation(0))
+    assert core.status(0, 20.0) == "alive"
 
 
 def test_bad_settings_are_refused():
@@ -283,3 +349,44 @@ def test_wait_serving_times_out_with_one_line():
             monitor.wait_serving(f"{HOST}:1", 0.3)
     finally:
         monitor.stop()
+
+
+class _FailingServicer(elasticdl_pb2_grpc.ParameterServerServicer):
+    """A PS that fails every probe at once: probe callbacks run all the time."""
+
+    def __init__(self) -> None:
+        self.probes = 0
+
+    def get_applied_progress(self, request, context):
+        self.probes += 1
+        context.abort(grpc.StatusCode.UNAVAILABLE, "not now")
+
+
+def _returns(call, limit_s: float) -> bool:
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(limit_s)
+    return not thread.is_alive()
+
+
+def test_relaunches_and_stop_while_probes_complete_do_not_deadlock():
+    """Closing a channel waits for the callbacks of its calls, which take the monitor's lock:
+    set_address and stop must not hold that lock while they close a channel (they did: a PS
+    relaunch then hung the master now and then)."""
+    servicer = _FailingServicer()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    elasticdl_pb2_grpc.add_ParameterServerServicer_to_server(servicer, server)
+    ports = [server.add_insecure_port(f"{HOST}:0") for _ in range(2)]
+    server.start()
+    monitor = PSHealthMonitor([f"{HOST}:{ports[0]}"], timeout_s=30.0, interval_s=0.001)
+    try:
+        monitor.start()
+        for i in range(1, 61):
+            address = f"{HOST}:{ports[i % 2]}"
+            assert _returns(lambda a=address: monitor.set_address(0, a), 20.0), "set_address hung"
+            seen, deadline = servicer.probes, time.monotonic() + 20.0
+            while servicer.probes <= seen + 2 and time.monotonic() < deadline:
+                time.sleep(0.001)
+        assert _returns(monitor.stop, 20.0), "stop hung"
+    finally:
+        server.stop(0)

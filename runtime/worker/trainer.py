@@ -17,7 +17,8 @@ worker's previous minibatch (1 version behind with one worker); a progress repor
 records whose push came back (`BatchResult.applied_end`), and at most one minibatch is applied
 and unreported when a worker dies, as with a serial worker. `finish_task()` sends the held push
 and waits for it (the end of a task; evaluation does the same). Sync mode stays serial: a sync
-job with one worker trains exactly like one process.
+job with one worker trains exactly like one process. An async worker overlaps only while no
+other worker is pushing (`overlap.py`): with others, the overlap would double the staleness.
 
 Records flow through the spec's `dataset_fn` in the task's visiting order (a seeded
 permutation of the shard, see `order.py`), through pipelines traced once (`pipeline.py`).

@@ -17,7 +17,8 @@ worker's previous minibatch (1 version behind with one worker); a progress repor
 records whose push came back (`BatchResult.applied_end`), and at most one minibatch is applied
 and unreported when a worker dies, as with a serial worker. `finish_task()` sends the held push
 and waits for it (the end of a task; evaluation does the same). Sync mode stays serial: a sync
-job with one worker trains exactly like one process.
+job with one worker trains exactly like one process. An async worker overlaps only while no
+other worker is pushing (`overlap.py`): with others, the overlap would double the staleness.
 
 Records flow through the spec's `dataset_fn` in the task's visiting order (a seeded
 permutation of the shard, see `order.py`), through pipelines traced once (`pipeline.py`).
@@ -44,6 +45,7 @@ from elasticdl.runtime.data.metadata import DatasetMetadata
 from elasticdl.runtime.job_config import JobConfig
 from elasticdl.runtime.model_build import build_model
 from elasticdl.runtime.variables import named_variables
+from elasticdl.runtime.worker.overlap import OverlapRule
 from elasticdl.runtime.worker.pipeline import TaskPipelines, evaluation_states
 
 log = logging.getLogger("elasticdl.worker")
@@ -71,6 +73,7 @@ class _InFlight:
     pending: Any
     versions: list[int]
     batch: tuple[Any, Any, int, int, int]
+    overlapped: bool = False  # computed while the push before it was in flight
 
 
 class Trainer:
@@ -92,7 +95,8 @@ class Trainer:
         self._sparse: Any = None
         self._background: Any = None
         self._eval_metrics: Any = None
-        self._overlap = bool(config.use_async)
+        self._async = bool(config.use_async)
+        self._overlap = OverlapRule(overlap=self._async)  # see overlap.py
         self._in_flight: _InFlight | None = None
         self._held: tuple[Any, ...] | None = None
         self._task_id: int | None = None
@@ -201,6 +205,11 @@ class Trainer:
         self._ps_versions = [max(a, b) for a, b in zip(self._ps_versions, versions, strict=True)]
 
     @property
+    def overlapping(self) -> bool:
+        """Whether the next minibatch overlaps the push before it (runtime/worker/overlap.py)."""
+        return self._overlap.overlap
+
+    @property
     def model_version(self) -> int:
         return max(self._versions) if self._versions else 0
 
@@ -227,7 +236,9 @@ class Trainer:
         if task_id != self._task_id:
             self._riding_out(self.flush)
             self._task_id, self._applied_end = task_id, 0
-        train = self._train_batch_overlapped if self._overlap else self._train_batch
+        if not self._overlap.overlap and (self._held is not None or self._in_flight is not None):
+            self._riding_out(self.flush)  # going serial: the overlapped push lands first
+        train = self._train_batch_overlapped if self._overlap.overlap else self._train_batch
         return self._riding_out(lambda: train(features, labels, records, task_id, records_end))
 
     def finish_task(self) -> int:
@@ -268,6 +279,7 @@ class Trainer:
                 result = in_flight.pending.result()
                 self._absorb(result, in_flight.versions, keep or {})
                 self._applied_end = in_flight.batch[4]
+                self._overlap.observe(result.staleness, in_flight.overlapped)
             except BaseException:
                 self._in_flight = in_flight  # train_batch / the next flush redoes it
                 raise
@@ -345,6 +357,8 @@ class Trainer:
                 continue
             if result.accepted:
                 self._applied_end = records_end
+                if self._async:
+                    self._overlap.observe(result.staleness, overlapped=False)
                 return BatchResult(records, loss, True, records_end)
             if not result.values:
                 self._pull(force=True)
@@ -362,22 +376,23 @@ class Trainer:
         applied so far before more of them can reach the parameter servers: a worker that
         dies leaves at most one minibatch applied and unreported, as a serial one does."""
         self._send_held()
+        overlapped = self._in_flight is not None
         loss, grads, state_values, sparse = self._compute(features, labels)
         if not math.isfinite(loss):
             return BatchResult(records, loss, False, self._applied_end)
         computed_on = list(self._versions)
         self.flush(keep=state_values)
         batch = (features, labels, records, task_id, records_end)
-        self._held = (computed_on, grads, state_values, sparse, batch)
+        self._held = (computed_on, grads, state_values, sparse, batch, overlapped)
         return BatchResult(records, loss, True, self._applied_end)
 
     def _send_held(self) -> None:
         if self._held is None:
             return
-        computed_on, grads, state_values, sparse, batch = self._held
+        computed_on, grads, state_values, sparse, batch, overlapped = self._held
         self._held = None
         pending = self._send(computed_on, grads, state_values, sparse, batch[3], batch[4])
-        self._in_flight = _InFlight(pending, list(self._versions), batch)
+        self._in_flight = _InFlight(pending, list(self._versions), batch, overlapped)
 
     def _sparse_inputs(self, features: Any) -> tuple[Any, Any, Any]:
         """(unique ids, positions, rows) of each table for `features`. The dense pull (when

@@ -64,6 +64,7 @@ from elasticdl.runtime.master.instances import (
     InstanceExit,
     InstanceManager,
     Role,
+    StatusSource,
     drain_exits,
 )
 from elasticdl.runtime.master.scaling import ScaleInbox
@@ -261,20 +262,15 @@ class KubernetesInstanceManager(InstanceManager):
                 i for (r, i), inst in self._current.items() if r == role and not inst.ended
             )
 
-    def listen_for_scale(
-        self, inbox: ScaleInbox, status: Callable[[], dict[str, Any]] | None = None
-    ) -> None:
-        """Resize requests annotated on the job's ConfigMap go to `inbox` (see scale.py);
-        status requests there are answered with `status()` (status_channel.py)."""
+    def listen_for_scale(self, inbox: ScaleInbox, status: StatusSource | None = None) -> None:
+        """Resize and status requests annotated on the job's ConfigMap (scale.py)."""
         from elasticdl.runtime.k8s.scale import ANNOTATION_RESIZABLE, ConfigMapScaleListener
 
         self._config_annotations[ANNOTATION_RESIZABLE] = "true"
         if self._scale_listener is None:
             name = manifests.config_map_name(self.prefix)
-            self._scale_listener = ConfigMapScaleListener(
-                self._api, self.namespace, name, inbox, status=status
-            )
-            self._scale_listener.start()
+            listener = ConfigMapScaleListener(self._api, self.namespace, name, inbox, status=status)
+            self._scale_listener = listener.start()
 
     def shutdown(self, grace_s: float = 5.0) -> None:
         if self._scale_listener is not None:

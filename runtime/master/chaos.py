@@ -18,12 +18,18 @@ the last of them gets there). A parameter server and `worker:add`/`worker:remove
 of their own: for them `tasks=` counts the tasks all workers finished. Task triggers do not
 depend on how fast the machine is.
 
-A worker `stop` that is due is armed, not sent: it lands on each named worker as the master
-hands that worker its next task, inside the call (`Resizer.on_dispatch`). The worker then
-certainly holds a task it cannot have reported, so the task timeout has something to catch.
-Sent from the master's loop instead, it raced the worker's report of the task it was finishing:
-a worker stopped just after that report hangs holding nothing, and whether that happened
-depended on the machine's timing (CI caught it twice).
+Two kinds of action are not fired from the master's loop: their triggers are checked, and
+they land, inside the call in which the master hands out a task (`Resizer.on_dispatch`, which
+sees the task reported in the same call):
+
+* a worker `stop` lands on each named worker as it is handed its next task: the worker then
+  certainly holds a task it cannot have reported, so the task timeout has something to catch.
+  Sent from the loop, it raced the worker's report of the task it was finishing: a worker
+  stopped just after that report hangs holding nothing (CI caught it twice);
+* a parameter server's signal with a `tasks=` trigger lands as the next task is handed to any
+  worker: that task is still to be trained, so the job cannot end before the PS is down and
+  has to recover it. Sent from the loop, a short job could finish between the trigger and the
+  loop's next pass (CI caught it), and the action never fired.
 """
 
 from __future__ import annotations
@@ -66,8 +72,12 @@ class ChaosAction:
 
     @property
     def lands_on_dispatch(self) -> bool:
-        """A worker `stop`: armed when due, sent as each worker is handed its next task."""
-        return self.action == "stop" and self.role == "worker"
+        """Checked and sent as a task is handed out (see the module docstring): a worker
+        `stop`, to each named worker's next task; a PS signal with a `tasks=` trigger, to any
+        worker's next task."""
+        if self.role == "worker":
+            return self.action == "stop"
+        return self.role == "ps" and self.trigger == "tasks"
 
     @property
     def counts_all_tasks(self) -> bool:

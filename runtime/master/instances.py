@@ -34,6 +34,9 @@ from elasticdl.runtime.master.exits import ExitKind, Role, kind_of_status
 if TYPE_CHECKING:
     from elasticdl.runtime.master.scaling import ScaleInbox
 
+StatusSource = Callable[[], dict[str, Any]]
+"""The job's live report, for status requests that come through the platform."""
+
 
 @dataclass(frozen=True)
 class InstanceExit:
@@ -96,7 +99,7 @@ class InstanceManager(abc.ABC):
         """Stop everything: SIGTERM, then SIGKILL after `grace_s`."""
 
     def listen_for_scale(  # noqa: B027 - optional hook
-        self, inbox: ScaleInbox, status: Callable[[], dict[str, Any]] | None = None
+        self, inbox: ScaleInbox, status: StatusSource | None = None
     ) -> None:
         """Pass the platform's own resize requests to `inbox` until shutdown, and answer its
         status requests with `status()` (Kubernetes: annotations on the job's ConfigMap). By

@@ -39,9 +39,12 @@ _SIGNALS = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "stop": signal.SIGST
 
 
 @dataclass
-class _ArmedStop:
+class _Armed:
+    """A due action waiting for tasks to be handed out: to each of `waiting` (a worker stop)
+    or, when `waiting` is None, to any worker (a PS signal)."""
+
     action: ChaosAction
-    waiting: set[int]
+    waiting: set[int] | None
     delivered: list[int] = field(default_factory=list)
 
 
@@ -50,49 +53,57 @@ class Resizer:
         self, supervisor: Supervisor, chaos: list[ChaosAction], inbox: ScaleInbox | None
     ) -> None:
         self._sup = supervisor
-        self._chaos = chaos
+        self._chaos = [a for a in chaos if not a.lands_on_dispatch]
+        self._on_dispatch = [a for a in chaos if a.lands_on_dispatch]
+        """Actions checked and fired in `on_dispatch`, not in the loop (chaos.py)."""
         self._inbox = inbox
-        self._armed: dict[int, _ArmedStop] = {}
-        """Worker id -> the due `stop` waiting for that worker's next task (chaos.py)."""
+        self._armed: list[_Armed] = []
         self._armed_lock = threading.Lock()
 
     @property
     def stops_on_dispatch(self) -> bool:
-        """True when the job's chaos has a worker `stop`: the servicer must call
-        `on_dispatch` as it hands out each task."""
-        return any(a.lands_on_dispatch for a in self._chaos)
+        """True when the job's chaos has an action that lands as a task is handed out: the
+        servicer must call `on_dispatch` then."""
+        return bool(self._on_dispatch)
 
     def on_pass(self, tasks_done: dict[int, int]) -> None:
         self._fire_chaos(tasks_done)
         if self._inbox is not None:
             self._apply_scale_requests(self._inbox)
 
-    def on_dispatch(self, worker_id: int) -> None:
-        """Called by the servicer, under its lock, as it hands `worker_id` a task: an armed
-        `stop` for that worker lands now, before the worker has the task in hand."""
+    def on_dispatch(self, worker_id: int, tasks_done: dict[int, int]) -> None:
+        """Called by the servicer, under its lock, as it hands `worker_id` a task (`tasks_done`:
+        per worker, the tasks finished so far, the one reported in the same call included):
+        the dispatch actions that became due are armed, and those for this worker or for any
+        worker land now, before the task is in hand."""
         with self._armed_lock:
-            armed = self._armed.pop(worker_id, None)
-            if armed is None:
-                return
-            sent = self._sup.send(
-                Role.WORKER, worker_id, signal.SIGSTOP, Why.CHAOS, f"chaos {armed.action}"
-            )
-            armed.waiting.discard(worker_id)
-            if sent:
-                armed.delivered.append(worker_id)
-            if not armed.waiting:
-                self._fired(armed.action, Role.WORKER, armed.delivered, time.monotonic())
+            elapsed = time.monotonic() - self._sup.t0
+            for action in due_actions(self._on_dispatch, elapsed, tasks_done):
+                waiting = set(action.group) if action.role == "worker" else None
+                self._armed.append(_Armed(action, waiting))
+            for armed in list(self._armed):
+                if armed.waiting is None:
+                    role, targets = Role.PS, armed.action.group
+                elif worker_id in armed.waiting:
+                    role, targets = Role.WORKER, (worker_id,)
+                    armed.waiting.discard(worker_id)
+                else:
+                    continue
+                sig = _SIGNALS[armed.action.action]
+                words = f"chaos {armed.action}"
+                armed.delivered += [
+                    i for i in targets if self._sup.send(role, i, sig, Why.CHAOS, words)
+                ]
+                if not armed.waiting:
+                    self._armed.remove(armed)
+                    self._fired(armed.action, role, armed.delivered, time.monotonic())
 
     def _fire_chaos(self, tasks_done: dict[int, int]) -> None:
         sup = self._sup
         elapsed = time.monotonic() - sup.t0
         for action in due_actions(self._chaos, elapsed, tasks_done):
             now = time.monotonic()
-            if action.lands_on_dispatch:
-                armed = _ArmedStop(action, set(action.group))
-                with self._armed_lock:
-                    self._armed.update({i: armed for i in action.group})
-            elif action.action == "add":
+            if action.action == "add":
                 sup.target += 1
                 sup.launch_worker(WorkerAdded, chaos=str(action))
             elif action.action == "remove":

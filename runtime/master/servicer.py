@@ -72,8 +72,9 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         self.evaluations = EvaluationRounds()
         self._clock = clock
         self._live_workers: Callable[[], Collection[int]] | None = None
-        self.dispatch_hook: Callable[[int], None] | None = None
-        """Called with the worker id as a task is handed out, under `lock` (chaos stops)."""
+        self.dispatch_hook: Callable[[int, dict[int, int]], None] | None = None
+        """Called with the worker id and the tasks finished per worker as a task is handed
+        out, under `lock` (chaos actions that land there: resizing.py)."""
         self.stop_at_version = 0
         """A model file's MaxStepsStopping: no training task once the model version reached
         it (checked as each task is handed out); 0: none."""
@@ -123,7 +124,7 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
                 return NO_MORE_TASKS
             return WAIT_TASK
         if self.dispatch_hook is not None:
-            self.dispatch_hook(worker_id)
+            self.dispatch_hook(worker_id, dict(self.stats.tasks_done))
         return pb.Task(
             task_id=task.task_id,
             shard_name=task.shard.file,

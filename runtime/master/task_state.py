@@ -82,9 +82,9 @@ class TaskState:
         with self._lock:
             return self._tasks.holders()
 
-    def on_dispatch(self, hook: Callable[[int], None]) -> None:
-        """Call `hook(worker_id)` as each task is handed out, under the servicer's lock (a
-        chaos `stop` lands there: resizing.py)."""
+    def on_dispatch(self, hook: Callable[[int, dict[int, int]], None]) -> None:
+        """Call `hook(worker_id, tasks_done)` as each task is handed out, under the servicer's
+        lock (chaos actions land there: resizing.py)."""
         with self._lock:
             self._servicer.dispatch_hook = hook
 

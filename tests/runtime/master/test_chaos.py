@@ -83,6 +83,8 @@ def test_a_worker_stop_is_due_like_any_action_and_lands_on_dispatch():
     """Due, a worker `stop` is armed: the Resizer sends it as the worker is handed a task."""
     actions = parse_chaos("worker1:stop@tasks=1,worker0:kill@tasks=1")
     assert [a.lands_on_dispatch for a in actions] == [True, False]
+    on_ps = parse_chaos("ps0:kill@tasks=2,ps0:kill@seconds=2,worker:add@tasks=1")
+    assert [a.lands_on_dispatch for a in on_ps] == [True, False, False]
     assert due_actions(actions, 0.0, {0: 0, 1: 0}) == []
     fired = due_actions(actions, 0.0, {0: 1, 1: 1})
     assert [str(a) for a in fired] == ["worker1:stop@tasks=1", "worker0:kill@tasks=1"]
@@ -97,21 +99,36 @@ class _RecordingSupervisor:
         self.events = EventLog()
 
     def send(self, role, index, sig, why, words) -> bool:
-        self.sent.append((index, sig))
+        self.sent.append((str(role), index, sig))
         return True
 
 
-def test_an_armed_stop_lands_on_each_worker_as_it_is_handed_a_task():
+def test_a_due_stop_lands_on_each_worker_as_it_is_handed_a_task():
     sup = _RecordingSupervisor()
     resizer = Resizer(sup, parse_chaos("worker0+worker1:stop@tasks=1"), None)
     assert resizer.stops_on_dispatch
-    resizer.on_dispatch(0)  # not due yet: nothing armed
-    resizer.on_pass({0: 1, 1: 1})
+    resizer.on_dispatch(0, {0: 1, 1: 0})  # not due: worker 1 has finished nothing yet
+    resizer.on_pass({0: 1, 1: 1})  # the loop leaves dispatch actions alone
     assert sup.sent == [] and sup.events.of(ChaosFired) == []
-    resizer.on_dispatch(1)
-    assert sup.sent == [(1, signal.SIGSTOP)] and sup.events.of(ChaosFired) == []
-    resizer.on_dispatch(1)  # once per worker
-    resizer.on_dispatch(0)
-    assert sup.sent == [(1, signal.SIGSTOP), (0, signal.SIGSTOP)]
+    resizer.on_dispatch(1, {0: 1, 1: 1})
+    assert sup.sent == [("worker", 1, signal.SIGSTOP)] and sup.events.of(ChaosFired) == []
+    resizer.on_dispatch(1, {0: 1, 1: 2})  # once per worker
+    resizer.on_dispatch(0, {0: 2, 1: 2})
+    assert sup.sent == [("worker", 1, signal.SIGSTOP), ("worker", 0, signal.SIGSTOP)]
     (fired,) = sup.events.of(ChaosFired)
     assert fired.delivered and fired.to == ("worker1", "worker0")
+
+
+def test_a_ps_signal_with_a_task_trigger_lands_as_the_next_task_goes_to_any_worker():
+    """Checked in the call that reports the N-th task and hands out the next: the job still
+    has that task to train, so it cannot end before the PS is down."""
+    sup = _RecordingSupervisor()
+    resizer = Resizer(sup, parse_chaos("ps0:kill@tasks=2"), None)
+    resizer.on_dispatch(1, {0: 1, 1: 0})
+    resizer.on_pass({0: 1, 1: 1})
+    assert sup.sent == [] and sup.events.of(ChaosFired) == []
+    resizer.on_dispatch(0, {0: 1, 1: 1})
+    resizer.on_dispatch(1, {0: 1, 1: 2})
+    assert sup.sent == [("ps", 0, signal.SIGKILL)]
+    (fired,) = sup.events.of(ChaosFired)
+    assert fired.action == "ps0:kill@tasks=2" and fired.to == ("ps0",)

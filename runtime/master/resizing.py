@@ -61,7 +61,7 @@ class Resizer:
         self._armed_lock = threading.Lock()
 
     @property
-    def stops_on_dispatch(self) -> bool:
+    def acts_on_dispatch(self) -> bool:
         """True when the job's chaos has an action that lands as a task is handed out: the
         servicer must call `on_dispatch` then."""
         return bool(self._on_dispatch)

@@ -154,7 +154,7 @@ class Supervisor:
         """Set once the job stops: no exit is relaunched any more."""
         self._recoveries: list[threading.Thread] = []
         self.resizer = Resizer(self, config.chaos, scale_inbox)
-        if self.resizer.stops_on_dispatch:
+        if self.resizer.acts_on_dispatch:
             tasks.on_dispatch(self.resizer.on_dispatch)
 
     # -- launching -----------------------------------------------------------------------------

@@ -106,7 +106,7 @@ class _RecordingSupervisor:
 def test_a_due_stop_lands_on_each_worker_as_it_is_handed_a_task():
     sup = _RecordingSupervisor()
     resizer = Resizer(sup, parse_chaos("worker0+worker1:stop@tasks=1"), None)
-    assert resizer.stops_on_dispatch
+    assert resizer.acts_on_dispatch
     resizer.on_dispatch(0, {0: 1, 1: 0})  # not due: worker 1 has finished nothing yet
     resizer.on_pass({0: 1, 1: 1})  # the loop leaves dispatch actions alone
     assert sup.sent == [] and sup.events.of(ChaosFired) == []

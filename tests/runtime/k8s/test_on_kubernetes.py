@@ -34,6 +34,15 @@ from elasticdl.train_command import options_from_kwargs
 pytestmark = pytest.mark.slow
 
 MODEL = {"model_def": "regressor.DNN", "params": "hidden_units=[8]"}
+FAULT_ZOO = Path(__file__).resolve().parents[2] / "support" / "fault_zoo"
+SLOW_WORKER0 = {
+    "model_zoo": str(FAULT_ZOO),
+    "model_def": "faulty.custom_model",
+    "dataset_fn": "faulty.slow_worker0",
+    "params": "",
+}
+"""Worker 0 takes 20 ms a record: however late worker 1 starts, it trains the tasks a chaos
+trigger counts, and the job is still running when it is relaunched."""
 OPTIONS = dict(num_workers=2, num_ps=1, minibatch_size=64, num_epochs=2, records_per_task=128)
 
 
@@ -117,8 +126,7 @@ def train(
         data=str(data),
         output=str(output),
         log_dir=str(tmp_path / "logs"),
-        **MODEL,
-        **options,
+        **{**MODEL, **options},
     )
     report = report_of(output if result.succeeded else tmp_path / "logs")
     return result, report
@@ -210,13 +218,15 @@ def test_chaos_through_the_kubernetes_code_path(
     tmp_path, kube, regression_data, chaos: str, expected_reason: str
 ) -> None:
     factory = OnKubernetes(kube.api_client, kube=kube)
+    options = {**OPTIONS, **SLOW_WORKER0, "num_epochs": 1}
     result, report = train(
-        tmp_path, regression_data, factory, job_name="k8s-chaos", chaos=chaos, **OPTIONS
+        tmp_path, regression_data, factory, job_name="k8s-chaos", chaos=chaos, **options
     )
     context = context_of(report, "records", "failures", "events", "workers")
     assert result.succeeded, result.error
     assert_records_accounted(report, max_redone=64)
     (worker1,) = [w for w in report["workers"]["instances"] if w["worker_id"] == 1]
+    assert worker1["exit"] is not None, context
     assert worker1["exit"]["reason"] == expected_reason, context
     assert report["workers"]["launched"] == 3, context
 
@@ -263,9 +273,6 @@ def test_ps_pod_killed_restores_from_checkpoint(tmp_path, kube, regression_data)
     assert failure["role"] == "ps" and "restored_version" in failure, context
     created = [p for method, p in kube.requests if method == "POST" and p.endswith("/services")]
     assert len(created) == 1, "the relaunched PS kept its Service (and address)"
-
-
-FAULT_ZOO = Path(__file__).resolve().parents[2] / "support" / "fault_zoo"
 
 
 def test_a_running_job_is_resized_through_its_config_map(tmp_path, kube, regression_data):

@@ -23,6 +23,12 @@ master with one monotonic clock):
   timeout in force (the event's `timeout_s`: the floor, unless 5x the slowest warm task is
   longer); then timeout -> requeued.
 * job wall time with the failure / without (the whole `run()`: start-up, training, export).
+* training again: from the killed worker's end to its replacement's first progress report
+  (the report's `failures[].training_again_s`), for a relaunched worker (relaunch: a new
+  process imports TensorFlow and builds the model) and for a warm spare (spare:
+  `--spare_workers 1`). Both kill worker 1 after its 120th task on six times the epochs,
+  so that the spare, started once the first task is done, is ready when the kill comes, and
+  the relaunched worker has work left when it is.
 
 Prints one `RESULT <name> <value> target=<target>` line per figure at the end (medians over
 `--repeats` runs of each kind; a run whose worker 1 held no task when hit is not counted).
@@ -103,6 +109,19 @@ def sigkill_figures(report: dict[str, Any]) -> dict[str, float] | None:
     }
 
 
+def replacement_figures(report: dict[str, Any]) -> dict[str, float] | None:
+    """How soon the replacement of worker 1 trained; for a spare, how long it had stood."""
+    (failure,) = report["failures"]
+    if "training_again_s" not in failure:
+        return None  # the job ended before the replacement trained
+    found = {"training_again_s": failure["training_again_s"]}
+    for event in report["events"]:
+        if event["kind"] == "spare_promoted":
+            spare = report["workers"]["instances"][event["worker_id"]]
+            found["spare_standing_s"] = event["at_s"] - spare["launched_at"]
+    return found
+
+
 def hang_figures(report: dict[str, Any]) -> dict[str, float] | None:
     stop, timeout = _event(report, "chaos"), _event(report, "task_timeout")
     if _requeued_at(report, 1) is None:
@@ -151,25 +170,34 @@ def main(argv: list[str] | None = None) -> int:
         "baseline": {},
         "sigkill": {"chaos": "worker1:kill@tasks=4"},
         "hang": {"chaos": "worker1:stop@tasks=4", "task_timeout_floor": args.floor},
+        "relaunch": {"chaos": "worker1:kill@tasks=120"},
+        "spare": {"chaos": "worker1:kill@tasks=120", "spare_workers": 1},
+    }
+    reading = {
+        "sigkill": sigkill_figures,
+        "hang": hang_figures,
+        "relaunch": replacement_figures,
+        "spare": replacement_figures,
     }
     walls: dict[str, list[float]] = {kind: [] for kind in kinds}
-    figures: dict[str, list[dict[str, float]]] = {"sigkill": [], "hang": []}
+    figures: dict[str, list[dict[str, float]]] = {kind: [] for kind in reading}
     for repeat in range(repeats):
         for kind, extra in kinds.items():
             load = bench.wait_quiet(quiet_wait)
-            report = run_job(data, root, f"{kind}-{repeat}", epochs, **extra)
+            runs = epochs * (6 if kind in ("relaunch", "spare") else 1)
+            report = run_job(data, root, f"{kind}-{repeat}", runs, **extra)
             walls[kind].append(report["wall_s"])
             line = f"  {kind} #{repeat}: job {report['wall_s']:.1f} s (other load {load:.2f} cores)"
             if kind in figures:
-                found = (sigkill_figures if kind == "sigkill" else hang_figures)(report)
+                found = reading[kind](report)
                 if found is None:
-                    line += ", worker 1 held no task when hit: not counted"
+                    line += ", worker 1 held no task when hit (or the job ended first): not counted"
                 else:
                     figures[kind].append(found)
                     line += ", " + ", ".join(f"{k} {v:.4g}" for k, v in found.items())
             print(line, flush=True)
 
-    if not figures["sigkill"] or not figures["hang"]:
+    if not all(figures.values()):
         raise SystemExit("no run hit worker 1 while it held a task; run again")
 
     def median(kind: str, key: str) -> float:
@@ -179,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     results = [
         ("sigkill_kill_to_requeued_s", median("sigkill", "kill_to_requeued_s"), "<1"),
         ("sigkill_exit_to_requeued_s", median("sigkill", "exit_to_requeued_s"), "none"),
+        ("relaunched_worker_training_again_s", median("relaunch", "training_again_s"), "none"),
+        ("spare_worker_training_again_s", median("spare", "training_again_s"), "<2"),
+        ("spare_standing_before_promotion_s", median("spare", "spare_standing_s"), "none"),
         ("baseline_job_s", base, "none"),
         ("sigkill_job_s", statistics.median(walls["sigkill"]), "none"),
         ("sigkill_job_ratio_to_baseline", statistics.median(walls["sigkill"]) / base, "none"),

@@ -567,6 +567,16 @@ TRAIN: tuple[Option, ...] = (
         engines=BOTH,
     ),
     Option(
+        "spare_workers",
+        "Idle workers kept started (TensorFlow imported, model built) to take a lost worker's "
+        "place at once; each costs a worker's memory (a pod on Kubernetes)",
+        int,
+        0,
+        minimum=0,
+        maximum=8,
+        engines=BOTH,
+    ),
+    Option(
         "num_ps", "Number of parameter servers", int, 1, minimum=1, engines=BOTH, takes=_JOB_CONFIG
     ),
     Option(

@@ -81,6 +81,37 @@ class WorkerAdded(WorkerLaunched):
 
 
 @dataclass(frozen=True)
+class SpareLaunched(WorkerLaunched):
+    """A spare worker started: idle until promoted (runtime/master/spares.py)."""
+
+    KIND: ClassVar[str] = "spare_launched"
+    LISTED: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class SparePromoted(Event):
+    """A spare took a lost worker's place (instead of a relaunch)."""
+
+    worker_id: int = 0
+    replaces: int = 0
+    seconds: float = 0.0
+    """From the end of the one it replaces to the promotion."""
+    from_budget: bool = True
+    """Counted against --max_worker_relaunches, as the relaunch it stands for would be."""
+    KIND: ClassVar[str] = "spare_promoted"
+    LISTED: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class WorkerTraining(Event):
+    """A worker's first progress report: it trains (how soon a lost worker's place is filled)."""
+
+    worker_id: int = 0
+    KIND: ClassVar[str] = "worker_training"
+    LISTED: ClassVar[bool] = False
+
+
+@dataclass(frozen=True)
 class InstanceLost(Event):
     """A worker or PS ended while the job ran: how, why, and what the job did about it.
 

@@ -32,11 +32,14 @@ from elasticdl.runtime.master.events import (
     LossReported,
     PSRecovered,
     Scaled,
+    SpareLaunched,
+    SparePromoted,
     TaskEvent,
     WorkerAdded,
     WorkerLaunched,
     WorkerRelaunched,
     WorkerRemoved,
+    WorkerTraining,
 )
 from elasticdl.runtime.master.progress import ProgressDisplay
 from elasticdl.runtime.master.task_state import Snapshot
@@ -60,14 +63,22 @@ def _r(value: float | None, digits: int = 4) -> float | None:
 
 def workers_section(log: EventLog, t0: float, initial: int, min_workers: int, target: int):
     lost = {e.id: e for e in log.of(InstanceLost) if e.role == "worker"}
+    promoted = {e.worker_id: e for e in log.of(SparePromoted)}
     instances = []
     for launch in log.of(WorkerLaunched):
         end = lost.get(launch.worker_id)
+        promotion = promoted.get(launch.worker_id)
+        replaces = launch.replaces if isinstance(launch, WorkerRelaunched) else None
+        spare = {}
+        if isinstance(launch, SpareLaunched):
+            replaces = promotion.replaces if promotion else None
+            spare = {"spare": {"promoted_at": _s(promotion.at, t0) if promotion else None}}
         instances.append(
             {
                 "worker_id": launch.worker_id,
                 "launched_at": _s(launch.at, t0),
-                "replaces": launch.replaces if isinstance(launch, WorkerRelaunched) else None,
+                "replaces": replaces,
+                **spare,
                 "exit": None
                 if end is None
                 else {
@@ -88,7 +99,8 @@ def workers_section(log: EventLog, t0: float, initial: int, min_workers: int, ta
         ],
         "launched": len(instances),
         "failed": sum(1 for e in lost.values() if e.failure),
-        "relaunched": sum(1 for e in log.of(WorkerRelaunched) if e.from_budget),
+        "relaunched": sum(1 for e in log.of(WorkerRelaunched) if e.from_budget)
+        + sum(1 for e in promoted.values() if e.from_budget),
         "preempted": sum(1 for e in lost.values() if e.exit_kind == "preempted"),
         "instances": instances,
         "exits": [
@@ -130,6 +142,11 @@ def failures_section(log: EventLog, t0: float) -> list[dict[str, Any]]:
         }
         if e.role == "worker":
             entry["relaunched_as"] = e.relaunched_as
+            training = next(
+                (t for t in log.of(WorkerTraining) if t.worker_id == e.relaunched_as), None
+            )
+            if training is not None and training.at >= e.at:
+                entry["training_again_s"] = _r(training.at - e.at)
         recovered = _ps_recovery(log, e) if e.role == "ps" else None
         if recovered is not None:
             entry["relaunch_s"] = _r(recovered.seconds)

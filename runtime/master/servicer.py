@@ -46,6 +46,8 @@ class WorkerStats:
     model_version: int = 0
     last_loss: float = float("nan")
     nonfinite_records: int = 0
+    first_progress: dict[int, float] = field(default_factory=dict)
+    """When each worker first reported progress (in report order)."""
 
 
 class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
@@ -79,11 +81,20 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         """A model file's MaxStepsStopping: no training task once the model version reached
         it (checked as each task is handed out); 0: none."""
         self._ps_addresses: Callable[[], Sequence[str]] = list
+        self.standby: set[int] = set()
+        """Spare workers (runtime/master/spares.py): they get no task, only `warm_up`."""
+        self.warm_up: pb.Task = WAIT_TASK
+        """What a spare is answered: a WAIT naming records it may build and trace its model
+        on (shard_name, start, end), or a bare WAIT."""
 
     def admit_workers(self, live: Callable[[], Collection[int]]) -> None:
         """Take worker calls only from the ids `live()` returns (the workers the job launched
         and that are alive); others are refused with PERMISSION_DENIED. Unset: any id."""
         self._live_workers = live
+
+    def offer_warm_up(self, shard_name: str, start: int, end: int) -> None:
+        """Spares build and trace their model on records [start, end) of `shard_name`."""
+        self.warm_up = pb.Task(task_id=0, type=pb.WAIT, shard_name=shard_name, start=start, end=end)
 
     def serve_ps_addresses(self, current: Callable[[], Sequence[str]]) -> None:
         """Answer `get_ps_addresses` with `current()` (a relaunched PS may have moved)."""
@@ -110,7 +121,11 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
 
     def _next_task(self, worker_id: int) -> pb.Task:
         """The worker's next task (the lock held): MaxStepsStopping is checked first, and the
-        dispatch hook runs before the task leaves."""
+        dispatch hook runs before the task leaves. A spare gets no task."""
+        if worker_id in self.standby:
+            if self.tasks.failure is not None or (self.tasks.finished and self._released):
+                return NO_MORE_TASKS
+            return self.warm_up
         version = self.stats.model_version
         if self.stop_at_version and version >= self.stop_at_version:
             self.tasks.stop_training(
@@ -143,9 +158,11 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     ) -> pb.Empty:
         self._admit(request.worker_id, context)
         with self.lock:
+            now = self._clock()
             self.tasks.report_progress(
-                request.worker_id, request.task_id, request.records_done, self._clock()
+                request.worker_id, request.task_id, request.records_done, now
             )
+            self.stats.first_progress.setdefault(request.worker_id, now)
             held = self.tasks.doing(request.worker_id)
             epoch = next((t.epoch for t in held if t.task_id == request.task_id), -1)
             self._note_loss(request.worker_id, request.model_version, request.loss, epoch)

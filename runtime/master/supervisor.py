@@ -54,6 +54,7 @@ from elasticdl.runtime.master.exits import (
 from elasticdl.runtime.master.instances import InstanceExit, InstanceManager
 from elasticdl.runtime.master.resizing import Resizer
 from elasticdl.runtime.master.scaling import ScaleInbox
+from elasticdl.runtime.master.spares import SparePool
 from elasticdl.runtime.master.task_manager import JobFailed
 from elasticdl.runtime.master.task_state import TaskState
 
@@ -118,6 +119,8 @@ class SupervisorConfig:
     chaos: list[ChaosAction] = field(default_factory=list)
     worker_bound: tuple[int, str] | None = None
     """The most workers `elasticdl scale` may ask for, and why (runtime/master/bounds.py)."""
+    spare_workers: int = 0
+    """Warm spares kept started to take a lost worker's place (runtime/master/spares.py)."""
 
 
 class Supervisor:
@@ -154,6 +157,7 @@ class Supervisor:
         """Set once the job stops: no exit is relaunched any more."""
         self._recoveries: list[threading.Thread] = []
         self.resizer = Resizer(self, config.chaos, scale_inbox)
+        self.spares = SparePool(self, config.spare_workers)
         if self.resizer.acts_on_dispatch:
             tasks.on_dispatch(self.resizer.on_dispatch)
 
@@ -166,10 +170,16 @@ class Supervisor:
             self.launch_worker()
 
     def launch_worker(
-        self, event: Callable[..., WorkerLaunched] = WorkerLaunched, **detail: object
+        self,
+        event: Callable[..., WorkerLaunched] = WorkerLaunched,
+        standby: Callable[[int], None] | None = None,
+        **detail: object,
     ) -> int:
+        """Start a worker; `standby(id)` is called before its process starts (a spare)."""
         worker_id = self._next_worker_id
         self._next_worker_id += 1
+        if standby is not None:
+            standby(worker_id)
         started = time.monotonic()
         self.manager.start_worker(worker_id, self.ps_addrs)
         if event is WorkerRelaunched:
@@ -191,8 +201,13 @@ class Supervisor:
         self.send(Role.WORKER, worker_id, signal.SIGTERM, Why.RETIRE, why)
 
     def active_workers(self) -> list[int]:
-        """Workers alive and not on their way out."""
-        return [w for w in self.manager.alive(Role.WORKER) if w not in self.retired]
+        """Workers alive and not on their way out (spares are not the job's workers yet)."""
+        spares = self.spares.ids
+        return [w for w in self.manager.alive(Role.WORKER) if w not in self.retired | spares]
+
+    def workers_alive(self) -> list[int]:
+        """Workers alive, those on their way out included, spares not."""
+        return [w for w in self.manager.alive(Role.WORKER) if w not in self.spares.ids]
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -218,18 +233,20 @@ class Supervisor:
             if not self._ps_down():
                 for expired in self.tasks.expired(time.monotonic()):
                     self._on_timeout(expired.worker_id, expired.task_id, expired.timeout_s)
-            self.resizer.on_pass(self.tasks.tasks_done())
+            done = self.tasks.tasks_done()
+            self.resizer.on_pass(done)
+            self.spares.on_pass(sum(done.values()), finishing=self._stopping)
             self._check_min_workers()
         self.finish_recoveries()
 
     def _check_min_workers(self) -> None:
-        if len(self.manager.alive(Role.WORKER)) >= self.config.min_workers:
+        if len(self.workers_alive()) >= self.config.min_workers:
             return
         # Workers that ended since this pass began (chaos may kill them all at once) are
         # relaunched first: only workers gone for good fail the job.
         for exit_ in self.manager.exits(timeout=EXIT_GRACE_S):
             self.on_exit(exit_)
-        alive = len(self.manager.alive(Role.WORKER))
+        alive = len(self.workers_alive())
         if alive < self.config.min_workers:
             raise JobFailed(self._too_few_workers(alive))
 
@@ -316,6 +333,10 @@ class Supervisor:
             detected_at=detected_at,
             failure=kind.is_failure,
         )
+        if self.spares.on_exit(index, finishing=self._stopping or finished):
+            self.retired.discard(index)  # a spare holds no task and stands for no worker
+            self.events.add(InstanceLost(exit_.at, action=str(Action.RETIRE), **lost))
+            return
         job_failure = None
         if unfinished:
             applied: dict[int, int] = {}
@@ -361,12 +382,15 @@ class Supervisor:
         elif decision.relaunch:
             from_budget = decision.action is Action.RELAUNCH_BUDGET
             self._relaunches += from_budget
-            lost["relaunched_as"] = self.launch_worker(
-                WorkerRelaunched,
-                replaces=index,
-                seconds=time.monotonic() - exit_.at,
-                from_budget=from_budget,
-            )
+            promoted = self.spares.promote(index, exit_.at, from_budget)
+            lost["relaunched_as"] = promoted
+            if promoted is None:
+                lost["relaunched_as"] = self.launch_worker(
+                    WorkerRelaunched,
+                    replaces=index,
+                    seconds=time.monotonic() - exit_.at,
+                    from_budget=from_budget,
+                )
         self.retired.discard(index)
         self.events.add(InstanceLost(exit_.at, action=str(decision.action), **lost))
 

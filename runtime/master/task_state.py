@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from elasticdl.runtime.data.shards import Shard
-from elasticdl.runtime.master.events import EventLog, LossReported, TaskEvent
+from elasticdl.runtime.master.events import EventLog, LossReported, TaskEvent, WorkerTraining
 from elasticdl.runtime.master.servicer import MasterServicer
 from elasticdl.runtime.master.task_manager import (
     ProgressDelta,
@@ -54,6 +54,7 @@ class TaskState:
         self._lock = servicer.lock
         self._events_seen = 0
         self._losses_seen = 0
+        self._training_seen = 0
 
     # -- what the supervisor needs ---------------------------------------------------------------
 
@@ -87,6 +88,11 @@ class TaskState:
         lock (chaos actions land there: resizing.py)."""
         with self._lock:
             self._servicer.dispatch_hook = hook
+
+    def set_standby(self, worker_ids: set[int]) -> None:
+        """The spare workers now: they are answered WAIT until they leave this set."""
+        with self._lock:
+            self._servicer.standby = set(worker_ids)
 
     def doing(self, worker_id: int) -> list[Task]:
         with self._lock:
@@ -177,8 +183,12 @@ class TaskState:
             self._events_seen += len(new)
             losses = self._stats.losses[self._losses_seen :]
             self._losses_seen += len(losses)
+            training = list(self._stats.first_progress.items())[self._training_seen :]
+            self._training_seen += len(training)
         for e in new:
             log.add(TaskEvent(e.at, e.kind, e.seconds, e.worker_id, e.task_id, e.detail))
+        for worker_id, at in training:
+            log.add(WorkerTraining(at, worker_id))
         for point in losses:
             log.add(LossReported(time.monotonic(), point.version, point.loss, point.epoch))
 

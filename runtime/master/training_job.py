@@ -118,6 +118,7 @@ class TrainingJob:
         parse_chaos(options.chaos)  # bad --chaos fails here, before anything starts
         self.events = EventLog()
         self._eval_shards: list[Any] = []
+        self._warm_up: tuple[str, int, int] = ("", 0, 0)
         self._eval_metrics: Any = None
         self._first_eval_version = options.evaluation_steps or 0
         self._resumed_from: dict[str, Any] | None = None
@@ -174,6 +175,12 @@ class TrainingJob:
             init_dir = checkpoint_dir  # one spelling: the PS compares them
         self._checkpoint_dir = checkpoint_dir
         sample = list(read_records(shards[0].file, 0, min(8, shards[0].num_records)))
+        first = shards[0]
+        self._warm_up = (
+            first.file,
+            first.start,
+            first.start + min(o.minibatch_size, first.num_records),
+        )
         config = job_config(o, self.job_name, zoo, checkpoint_dir, init_dir)
         config = dataclasses.replace(config, versions_per_epoch=_versions_per_epoch(shards, config))
         self._callbacks = _checked_callbacks(spec, self._eval_metrics, bool(self._eval_shards))
@@ -282,6 +289,7 @@ class TrainingJob:
                 checkpointed=bool(o.checkpoint_steps),
                 chaos=parse_chaos(o.chaos),
                 worker_bound=self._bound.as_max(),
+                spare_workers=o.spare_workers,
             ),
             manager,
             tasks,
@@ -290,6 +298,7 @@ class TrainingJob:
             scale_inbox=self.scale_inbox,
         )
         servicer.serve_ps_addresses(lambda: list(supervisor.ps_addrs))
+        servicer.offer_warm_up(*self._warm_up)
         self.master_addr = master_addr
         servicer.stop_at_version = self._callbacks.max_steps or 0
         self._status_source = (supervisor, tasks)
@@ -417,7 +426,7 @@ class TrainingJob:
             supervisor.t0,
             time.monotonic(),
             self.options.num_epochs,
-            supervisor.manager.alive(Role.WORKER),
+            supervisor.workers_alive(),
             tasks.holders(),
         )
 

@@ -29,7 +29,6 @@ from elasticdl.runtime.master.events import (
     EvaluationStarted,
     EventLog,
 )
-from elasticdl.runtime.master.exits import Role
 from elasticdl.runtime.master.progress_journal import ProgressJournal
 from elasticdl.runtime.master.ps_health import PSHealthMonitor
 from elasticdl.runtime.master.report import LiveViews
@@ -147,7 +146,7 @@ class TrainingPlugin(JobPlugin):
         self._check_checkpoints(self._health.checkpoint_writes(), at_end=False)
         self.journal_progress(tasks)
         tasks.drain_events(self._events)
-        self._views.update(tasks.snapshot(), len(supervisor.manager.alive(Role.WORKER)))
+        self._views.update(tasks.snapshot(), len(supervisor.workers_alive()))
 
     def final_checkpoint_check(self, flush_s: float = 30.0) -> None:
         """At the end: let every PS finish its queued checkpoint writes (up to `flush_s`),

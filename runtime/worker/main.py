@@ -222,9 +222,12 @@ def run(args: argparse.Namespace) -> int:
     log.info("worker %d ready for %s (master %s)", worker_id, config.job_type, args.master_addr)
 
     task = None if _Stop.requested else _get_task(master, worker_id)
+    warmed = False
     while task is not None and not _Stop.requested:
         if task.type == pb.WAIT:
-            time.sleep(0.2)
+            if task.shard_name:  # a spare: get ready to train, then ask again soon
+                warmed = warmed or _warm_up(task, engine, readers)
+            time.sleep(0.1 if task.shard_name else 0.2)
             task = _get_task(master, worker_id)
             continue
         if task.task_id == 0:
@@ -263,6 +266,20 @@ def run(args: argparse.Namespace) -> int:
         ps.close()
     channel.close()
     return 0
+
+
+def _warm_up(task: Any, engine: Any, readers: Any) -> bool:
+    """A spare worker builds and traces its model on the records the WAIT names, so that
+    once promoted it trains at once. A failure here is logged, not fatal: the first task
+    runs into it again and reports it as that task's failure."""
+    try:
+        records = list(readers.get(task.shard_name).read(task.start, task.end))
+        if records:
+            engine.warm_up(records, engine.metadata_for(task.shard_name, records[0]))
+            log.info("worker %d: spare, ready to train", engine.worker_id)
+    except Exception:  # noqa: BLE001 - user code; see the docstring
+        log.warning("worker %d: warming up failed:\n%s", engine.worker_id, _short_tb())
+    return True
 
 
 def _get_task(master: Any, worker_id: int) -> Any:

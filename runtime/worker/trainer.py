@@ -425,6 +425,17 @@ class Trainer:
         size = first.shape[0]
         return int(size) if size is not None else int(tf.shape(first)[0])
 
+    def warm_up(self, records: list[bytes], metadata: DatasetMetadata) -> None:
+        """A spare's preparation: build the model and trace the compiled step on one
+        minibatch, pushing nothing (a model with PS-backed tables is only built: pulling
+        its rows would create them on the parameter servers)."""
+        self.ensure_built(records, metadata)
+        if self._sparse is not None:
+            return
+        for features, labels in self.batches(records, metadata):
+            self._step(features, labels)
+            break
+
     def ensure_built(self, records: list[bytes], metadata: DatasetMetadata | None = None) -> None:
         if not self._built:
             self._build(records, metadata)

@@ -231,6 +231,27 @@ def test_chaos_through_the_kubernetes_code_path(
     assert report["workers"]["launched"] == 3, context
 
 
+def test_a_spare_pod_takes_the_place_of_a_killed_worker_pod(tmp_path, kube, regression_data):
+    factory = OnKubernetes(kube.api_client, kube=kube)
+    options = {**OPTIONS, **SLOW_WORKER0, "num_epochs": 1, "records_per_task": 64}
+    result, report = train(
+        tmp_path,
+        regression_data,
+        factory,
+        job_name="k8s-spare",
+        chaos="worker0:kill@tasks=6",
+        **{**options, "num_workers": 1, "spare_workers": 1, "minibatch_size": 32},
+    )
+    context = context_of(report, "records", "failures", "events", "workers")
+    assert result.succeeded, result.error
+    assert_records_accounted(report, max_redone=32)
+    (failure,) = report["failures"]
+    assert failure["relaunched_as"] == 1, context
+    (promoted,) = [e for e in report["events"] if e["kind"] == "spare_promoted"]
+    assert (promoted["worker_id"], promoted["replaces"]) == (1, 0), context
+    assert report["workers"]["instances"][1]["spare"]["promoted_at"] is not None, context
+
+
 @pytest.mark.parametrize(
     ("act", "reason"),
     [("preempt", "preempted"), ("oom_kill", "oom"), ("delete", "preempted")],

@@ -235,7 +235,8 @@ class Supervisor:
                     self._on_timeout(expired.worker_id, expired.task_id, expired.timeout_s)
             done = self.tasks.tasks_done()
             self.resizer.on_pass(done)
-            self.spares.on_pass(sum(done.values()), finishing=self._stopping)
+            finishing = self._stopping or self.tasks.finished()
+            self.spares.on_pass(sum(done.values()), finishing=finishing)
             self._check_min_workers()
         self.finish_recoveries()
 

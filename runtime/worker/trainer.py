@@ -428,13 +428,15 @@ class Trainer:
     def warm_up(self, records: list[bytes], metadata: DatasetMetadata) -> None:
         """A spare's preparation: build the model and trace the compiled step on one
         minibatch, pushing nothing (a model with PS-backed tables is only built: pulling
-        its rows would create them on the parameter servers)."""
+        its rows would create them on the parameter servers). The local copy goes stale while
+        the spare stands, and the traced step may have moved its non-trainable state: it is
+        pulled whole again before the first minibatch it trains."""
         self.ensure_built(records, metadata)
-        if self._sparse is not None:
-            return
-        for features, labels in self.batches(records, metadata):
-            self._step(features, labels)
-            break
+        if self._sparse is None:
+            for features, labels in self.batches(records, metadata):
+                self._step(features, labels)
+                break
+        self._versions = [-1] * len(self._versions)
 
     def ensure_built(self, records: list[bytes], metadata: DatasetMetadata | None = None) -> None:
         if not self._built:

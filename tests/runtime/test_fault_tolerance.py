@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from job_checks import assert_records_accounted, context_of, report_of
+from paced_jobs import FAULT_ZOO, PACED_WORKERS, SLOW_WORKER0
 
 import elasticdl
 from elasticdl.runtime.data import generate as gen
@@ -31,7 +32,6 @@ from elasticdl.runtime.ps.servicer import parameters_of, restore_at_start
 
 pytestmark = pytest.mark.slow
 
-FAULT_ZOO = Path(__file__).resolve().parents[1] / "support" / "fault_zoo"
 MODEL = {"model_def": "regressor.DNN", "params": "hidden_units=[8]"}
 TIMEOUT_FLOOR_S = 3.0
 
@@ -147,19 +147,19 @@ CASES = {
         "worker1:kill@tasks=2",
         check_worker_sigkill,
         64,
-        dict(num_workers=2, minibatch_size=64, num_epochs=2, records_per_task=128),
+        dict(num_workers=2, minibatch_size=64, num_epochs=2, records_per_task=128, **SLOW_WORKER0),
     ),
     "worker_sigterm": Case(
         "worker1:term@tasks=2",
         check_worker_sigterm,
         0,
-        dict(num_workers=2, minibatch_size=64, num_epochs=2, records_per_task=128),
+        dict(num_workers=2, minibatch_size=64, num_epochs=2, records_per_task=128, **SLOW_WORKER0),
     ),
     "two_workers_at_once": Case(
         "worker0+worker1:kill@tasks=1",
         check_two_workers_at_once,
         2 * 64,
-        dict(num_workers=2, minibatch_size=64, num_epochs=2, records_per_task=128),
+        dict(num_workers=2, minibatch_size=64, num_epochs=2, records_per_task=128, **PACED_WORKERS),
     ),
     "ps_sigkill_restores_checkpoint": Case(
         "ps0:kill@tasks=6",
@@ -183,6 +183,7 @@ CASES = {
             num_epochs=2,
             records_per_task=128,
             task_timeout_floor=TIMEOUT_FLOOR_S,
+            **SLOW_WORKER0,
         ),
     ),
     # The first worker leaves (preempted) after 3 tasks, so the rest of the job waits for
@@ -204,7 +205,7 @@ def test_chaos_job_finishes_and_accounts_for_every_record(
     monkeypatch.chdir(tmp_path)  # a relative --output: PS and workers run in the log dir
     output = tmp_path / "model"
     result = elasticdl.train(
-        data=str(regression_data), output="model", chaos=case.chaos, **MODEL, **case.options
+        data=str(regression_data), output="model", chaos=case.chaos, **{**MODEL, **case.options}
     )
     assert result.succeeded, result.error
     report = report_of(output)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from job_checks import assert_records_accounted, context_of, report_of
+from paced_jobs import SLOW_WORKER0
 
 import elasticdl
 from elasticdl.runtime.data import generate as gen
@@ -157,8 +158,7 @@ def test_a_hung_ps_is_killed_and_relaunched_from_its_checkpoint(tmp_path, regres
 def test_a_hung_worker_is_caught_in_under_30_s_by_default(tmp_path, regression_data):
     output = tmp_path / "model"
     result = elasticdl.train(
-        model_def="regressor.DNN",
-        params="hidden_units=[8]",
+        **SLOW_WORKER0,
         data=str(regression_data),
         output=str(output),
         num_workers=2,

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from fake_kube import FakeKube, fake_kube
 from job_checks import assert_records_accounted, context_of, report_of
+from paced_jobs import FAULT_ZOO, SLOW_WORKER0
 
 from elasticdl.runtime.data import generate as gen
 from elasticdl.runtime.k8s import manifests as m
@@ -34,15 +35,6 @@ from elasticdl.train_command import options_from_kwargs
 pytestmark = pytest.mark.slow
 
 MODEL = {"model_def": "regressor.DNN", "params": "hidden_units=[8]"}
-FAULT_ZOO = Path(__file__).resolve().parents[2] / "support" / "fault_zoo"
-SLOW_WORKER0 = {
-    "model_zoo": str(FAULT_ZOO),
-    "model_def": "faulty.custom_model",
-    "dataset_fn": "faulty.slow_worker0",
-    "params": "",
-}
-"""Worker 0 takes 20 ms a record: however late worker 1 starts, it trains the tasks a chaos
-trigger counts, and the job is still running when it is relaunched."""
 OPTIONS = dict(num_workers=2, num_ps=1, minibatch_size=64, num_epochs=2, records_per_task=128)
 
 

@@ -6,7 +6,8 @@ which is what the kernel's OOM killer does to a process that runs out of memory:
 dies on its first task, however often it is relaunched. The master, the parameter servers and
 the test process (which never run it as a worker) are spared. `slow_worker0` makes worker 0
 (only) take SLOW_RECORD_S per record, so that a job lasts until a worker added later has
-trained, whatever the machine's speed.
+trained, whatever the machine's speed. `slow_workers` makes every worker take
+PACED_RECORD_S per record, so that no worker trains every task before another has started.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def sigkill_in_workers(dataset, mode):
 
 
 SLOW_RECORD_S = 0.02
+PACED_RECORD_S = 0.002
 
 
 def _worker_id() -> int | None:
@@ -60,16 +62,25 @@ def _worker_id() -> int | None:
     return None
 
 
-def slow_worker0(dataset, mode):
-    if _worker_id() != 0:
-        return dataset_fn(dataset, mode)
-
+def _paced(dataset, seconds_a_record: float):
     def pause(record):
-        time.sleep(SLOW_RECORD_S)
+        time.sleep(seconds_a_record)
         return record
 
     slowed = dataset.map(lambda r: tf.py_function(pause, [r], tf.string))
     return slowed.map(lambda r: tf.ensure_shape(r, [])).map(_parse)
+
+
+def slow_worker0(dataset, mode):
+    if _worker_id() != 0:
+        return dataset_fn(dataset, mode)
+    return _paced(dataset, SLOW_RECORD_S)
+
+
+def slow_workers(dataset, mode):
+    if _worker_id() is None:
+        return dataset_fn(dataset, mode)
+    return _paced(dataset, PACED_RECORD_S)
 
 
 def loss(labels, predictions):

@@ -14,23 +14,33 @@ A worker trains a sparse model in two compiled passes per minibatch (see
    unique ids, densified: one summed row per unique id) comes out with the dense gradients.
 
 Contexts are Python state read while a function is *traced*; they hold no tensors between
-calls. Not thread-safe (one model call at a time per process, as in a worker).
+calls. They are per thread: a worker prepares the next minibatch's ids on a background thread
+while its step runs (`runtime/worker/lookahead.py`), and either may be tracing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import tensorflow as tf
 
-_ACTIVE: list[Any] = []
+_LOCAL = threading.local()
+
+
+def _stack() -> list[Any]:
+    stack = getattr(_LOCAL, "stack", None)
+    if stack is None:
+        stack = _LOCAL.stack = []
+    return stack
 
 
 def active() -> Any:
-    """The innermost feed context, or None outside `collecting()` / `feeding()`."""
-    return _ACTIVE[-1] if _ACTIVE else None
+    """This thread's innermost feed context, or None outside `collecting()` / `feeding()`."""
+    stack = _stack()
+    return stack[-1] if stack else None
 
 
 class CollectedIds:
@@ -74,11 +84,11 @@ class FedRows:
 def collecting() -> Iterator[CollectedIds]:
     """Pass 1: layers record their ids (see the module docstring)."""
     context = CollectedIds()
-    _ACTIVE.append(context)
+    _stack().append(context)
     try:
         yield context
     finally:
-        _ACTIVE.pop()
+        _stack().pop()
 
 
 @contextlib.contextmanager
@@ -87,8 +97,8 @@ def feeding(
 ) -> Iterator[FedRows]:
     """Pass 2: layers read the fed rows (see the module docstring)."""
     context = FedRows(rows, index)
-    _ACTIVE.append(context)
+    _stack().append(context)
     try:
         yield context
     finally:
-        _ACTIVE.pop()
+        _stack().pop()

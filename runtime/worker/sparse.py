@@ -74,6 +74,10 @@ class SparseFunctions:
         self.predict_fed = predict
         self._traced = False
 
+    @property
+    def traced(self) -> bool:
+        return self._traced
+
     def step(self, features: Any, labels: Any, rows: Any, index: Any) -> Any:
         """The compiled step; traced once for any number of unique ids (shapes relaxed up
         front, so a new id count does not retrace it)."""

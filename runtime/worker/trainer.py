@@ -25,7 +25,8 @@ permutation of the shard, see `order.py`), through pipelines traced once (`pipel
 
 A model with PS-backed embedding tables (`elasticdl.layers.Embedding`) declares its tables
 with the model push, and per minibatch pulls the rows of the ids it uses and pushes their
-gradients with the dense ones (`sparse.py`).
+gradients with the dense ones (`sparse.py`); in async mode, while it overlaps, the next
+minibatch's rows are pulled while this one trains (`lookahead.py`).
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ class Trainer:
         self._step: Callable[..., Any] | None = None
         self._sparse: Any = None
         self._background: Any = None
+        self._lookahead: Any = None
         self._eval_metrics: Any = None
         self._async = bool(config.use_async)
         self._overlap = OverlapRule(overlap=self._async)  # see overlap.py
@@ -146,11 +148,13 @@ class Trainer:
         from elasticdl.runtime.embedding.tables import embedding_layers, table_specs
 
         if embedding_layers(model):
+            from elasticdl.runtime.worker.lookahead import Lookahead
             from elasticdl.runtime.worker.sparse import SparseFunctions
 
             self._sparse = SparseFunctions(model, loss_fn, variables, state)
             self._predict = self._sparse.predictor(self.ps)
             self._tables = table_specs(model)
+            self._lookahead = Lookahead(self._rows_puller, self._background_thread())
         pairs = zip(self._all_names, everything, strict=True)
         self._values = {n: np.asarray(v.numpy()) for n, v in pairs}
         self._built = True
@@ -224,7 +228,14 @@ class Trainer:
         self, records: list[bytes], metadata: DatasetMetadata, mode: Mode = Mode.TRAINING
     ) -> Any:
         """Minibatches of `records` through the spec's dataset_fn, in the given order."""
-        return self._pipelines.batches(records, metadata, mode)
+        batches = self._pipelines.batches(records, metadata, mode)
+        if self._lookahead is None or mode is not Mode.TRAINING:
+            return batches
+        return self._lookahead.batches(batches, ahead=self._looks_ahead)
+
+    def _looks_ahead(self) -> bool:
+        """Async, overlapping, and the step traced (no two threads tracing at first)."""
+        return self._async and self._overlap.overlap and self._sparse.traced
 
     # -- one minibatch ---------------------------------------------------------------------------
 
@@ -395,19 +406,30 @@ class Trainer:
         self._in_flight = _InFlight(pending, list(self._versions), batch, overlapped)
 
     def _sparse_inputs(self, features: Any) -> tuple[Any, Any, Any]:
-        """(unique ids, positions, rows) of each table for `features`. The dense pull (when
-        stale) runs meanwhile on another thread: the two round trips overlap."""
+        """(unique ids, positions, rows) of each table for `features`: prepared ahead
+        (`lookahead.py`), or now, the dense pull (when stale) meanwhile on another thread so
+        that the two round trips overlap."""
+        prepared = self._lookahead.take(features)
+        if prepared is not None:
+            self._pull()
+            return prepared
+        pending = self._background_thread().submit(self._pull)
+        try:
+            return self._rows_puller(features)()
+        finally:
+            pending.result()
+
+    def _rows_puller(self, features: Any) -> Callable[[], tuple[Any, Any, Any]]:
+        """The ids pass now; the rows pull when the returned function is called."""
+        unique, index = self._sparse.gather_ids(features)
+        return lambda: (unique, index, self._sparse.pull_rows(self.ps, unique))
+
+    def _background_thread(self) -> Any:
         if self._background is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self._background = ThreadPoolExecutor(max_workers=1)
-        pending = self._background.submit(self._pull)
-        try:
-            unique, index = self._sparse.gather_ids(features)
-            rows = self._sparse.pull_rows(self.ps, unique)
-        finally:
-            pending.result()
-        return unique, index, rows
+        return self._background
 
     def evaluate(self, records: list[bytes], metadata: DatasetMetadata) -> dict[str, np.ndarray]:
         """Additive metric state of the latest model on `records` (see runtime/metrics.py)."""

@@ -3,7 +3,7 @@ is prepared when, what `take` hands back, and that nothing is lost or reordered.
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
@@ -95,28 +95,3 @@ def test_a_failed_pull_is_left_to_the_caller_to_redo():
     lookahead = Lookahead(preparer(events, fail={1}), InlineExecutor(events))
     taken = train(lookahead, batches_of(3), events, ahead=lambda: True)
     assert taken == [(0, None), (1, None), (2, "rows 2")]
-
-
-def test_the_spent_iterator_is_released_on_the_executor():
-    """Freeing a finished tf.data iterator can take a second: not on the training thread."""
-    released: list[str] = []
-
-    class Source:
-        def __init__(self) -> None:
-            self.items = iter(batches_of(2))
-
-        def __iter__(self) -> Source:
-            return self
-
-        def __next__(self) -> Any:
-            return next(self.items)
-
-        def __del__(self) -> None:
-            import threading
-
-            released.append(threading.current_thread().name)
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="background") as executor:
-        lookahead = Lookahead(lambda features: lambda: None, executor)
-        assert [label for _, label in lookahead.batches(Source(), ahead=lambda: True)] == [0, 1]
-    assert len(released) == 1 and released[0].startswith("background")

@@ -20,9 +20,10 @@ over C1..C26), batch 512, Adam.
 
 Keras figures come from `bench/train_overhead.py`'s `keras_fit` (records / fit wall time, and
 the steady rate after the first minibatch); elasticdl figures from its `elastic_train`-style
-timed job (records / report throughput, and the steady rate between the first and last
-progress reports). Ratios use the steady rates (tracing and process start-up excluded) and,
-separately, the rates with start-up. Both sides get `--threads` TF threads.
+timed job (records / report throughput, and the steady rate between the first progress
+report that counts an applied minibatch and the last). Ratios use the steady rates (tracing
+and process start-up excluded) and, separately, the rates with start-up. Both sides get
+`--threads` TF threads.
 
 Prints one `RESULT <name> <value> target=<target>` line per figure at the end.
 """

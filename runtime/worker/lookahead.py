@@ -12,11 +12,12 @@ threads' functions stalled each other, halving the rate) and runs what that retu
 rows pull: gRPC and numpy) on the executor. The trainer asks `take(features)` for what was
 prepared for exactly those features (the same object), or gets None and prepares them
 itself. A preparation that failed (a PS down) is None too: the caller's own attempt raises
-what it must. The trainer looks ahead only in
-async mode while this worker pushes alone (`overlap.py`): the rows of n+1 are pulled before
-the gradients of n (and maybe n-1) are applied, so they may miss this worker's last two
-minibatches, the bounded staleness of an async PS. Sync mode never looks ahead: a sync job
-with one worker still trains exactly like one process.
+what it must.
+
+The trainer looks ahead only in async mode while this worker pushes alone (`overlap.py`): the
+rows of n+1 are pulled before the gradients of n (and maybe n-1) are applied, so they may miss
+this worker's last two minibatches, the bounded staleness of an async PS. Sync mode never
+looks ahead: a sync job with one worker still trains exactly like one process.
 """
 
 from __future__ import annotations

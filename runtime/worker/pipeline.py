@@ -2,12 +2,12 @@
 
 Each task feeds its records (in the order the task gives) through a fresh iterator of a
 pipeline built once: the records go in through a string variable that every iterator reads
-anew, so `dataset_fn` is traced once, not once per task. Making an iterator costs 36-38 ms for
-DeepFM's input pipeline (a third of a task switch, measured in a job), so from the second
+anew, so `dataset_fn` is traced once, not once per task. Making an iterator costs 36-38 ms
+for DeepFM's input pipeline (a third of a task switch, measured in a job), so from the second
 task of a kind on, the next task's iterator is made on a background thread while this task
-trains (not during the first, which traces the model): an iterator reads the
-variable at its first minibatch, not when it is made (tests/runtime/test_pipeline.py checks
-it with prefetching and parallel maps), so the one made ahead reads the next task's records.
+trains (not during the first, which traces the model). An iterator reads the variable at its
+first minibatch, not when it is made (tests/runtime/test_pipeline.py checks it with
+prefetching and parallel maps), so the one made ahead reads the next task's records.
 
 A `shuffle` inside `dataset_fn` is neutralized while the pipeline is built: progress counts
 records from the start of the task's order, and a further shuffle would make "the first k

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from job_checks import assert_records_accounted, context_of, report_of
+from paced_jobs import SLOW_WORKER0
 
 import elasticdl
 from elasticdl import cli
@@ -22,8 +22,6 @@ from elasticdl.runtime.master.training_job import JobResult, TrainingJob
 from elasticdl.scale_command import scale_via_master
 
 pytestmark = pytest.mark.slow
-
-FAULT_ZOO = Path(__file__).resolve().parents[1] / "support" / "fault_zoo"
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +40,7 @@ def test_the_job_goes_on_while_min_workers_are_alive(tmp_path, regression_data, 
     # Worker 0 is slow (20 ms a record), so worker 1 gets its 2 tasks however late it starts.
     output, logs = tmp_path / "model", tmp_path / "logs"
     result = elasticdl.train(
-        model_zoo=str(FAULT_ZOO),
-        model_def="faulty.custom_model",
-        dataset_fn="faulty.slow_worker0",
+        **SLOW_WORKER0,
         data=str(regression_data),
         output=str(output),
         log_dir=str(logs),
@@ -89,9 +85,9 @@ def test_a_running_job_grows_and_shrinks_on_request(tmp_path, regression_data, c
     # Worker 0 takes 20 ms a record (a 64-record task: 1.3 s): the job lasts until the workers
     # asked for have started and trained, however slow the machine is.
     options = TrainOptions(
-        model_def="faulty.custom_model",
-        model_zoo=str(FAULT_ZOO),
-        dataset_fn="faulty.slow_worker0",
+        model_def=SLOW_WORKER0["model_def"],
+        model_zoo=SLOW_WORKER0["model_zoo"],
+        dataset_fn=SLOW_WORKER0["dataset_fn"],
         training_data=str(regression_data),
         output=str(tmp_path / "model"),
         log_dir=str(tmp_path / "logs"),

@@ -3,17 +3,14 @@ local engine: real processes, a real SIGKILL."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from job_checks import assert_records_accounted, context_of, report_of
+from paced_jobs import SLOW_WORKER0
 
 import elasticdl
 from elasticdl.runtime.data import generate as gen
 
 pytestmark = pytest.mark.slow
-
-FAULT_ZOO = Path(__file__).resolve().parents[1] / "support" / "fault_zoo"
 
 
 def test_a_spare_takes_the_place_of_a_killed_worker(tmp_path):
@@ -23,9 +20,7 @@ def test_a_spare_takes_the_place_of_a_killed_worker(tmp_path):
     # Worker 0 takes 20 ms a record (1.3 s a task): the spare, started once its first task is
     # done, is up before the kill after its 6th; the spare is fast and trains the rest.
     result = elasticdl.train(
-        model_zoo=str(FAULT_ZOO),
-        model_def="faulty.custom_model",
-        dataset_fn="faulty.slow_worker0",
+        **SLOW_WORKER0,
         data=str(data),
         output=str(output),
         log_dir=str(tmp_path / "logs"),

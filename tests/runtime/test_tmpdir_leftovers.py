@@ -5,10 +5,10 @@ job's log directory, which the job removes when it ends."""
 from __future__ import annotations
 
 import tempfile
-from pathlib import Path
 
 import pytest
 from job_checks import report_of
+from paced_jobs import SLOW_WORKER0
 
 import elasticdl
 from elasticdl.runtime.data import generate as gen
@@ -16,7 +16,6 @@ from elasticdl.runtime.data import generate as gen
 pytestmark = pytest.mark.slow
 
 AUTOGRAPH = "__autograph_generated_file*"
-FAULT_ZOO = Path(__file__).resolve().parents[1] / "support" / "fault_zoo"
 
 
 def test_a_sigkilled_worker_leaves_no_autograph_files_in_tmpdir(tmp_path, monkeypatch):
@@ -27,9 +26,7 @@ def test_a_sigkilled_worker_leaves_no_autograph_files_in_tmpdir(tmp_path, monkey
     monkeypatch.setenv("TMPDIR", str(tmpdir))
     # Worker 0 is slow (20 ms a record), so worker 1 gets its 2 tasks however late it starts.
     result = elasticdl.train(
-        model_zoo=str(FAULT_ZOO),
-        model_def="faulty.custom_model",
-        dataset_fn="faulty.slow_worker0",
+        **SLOW_WORKER0,
         data=str(data),
         output=str(tmp_path / "model"),
         log_dir=str(logs),

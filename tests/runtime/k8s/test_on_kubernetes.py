@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from fake_kube import FakeKube, fake_kube
 from job_checks import assert_records_accounted, context_of, report_of
-from paced_jobs import FAULT_ZOO, SLOW_WORKER0
+from paced_jobs import SLOW_WORKER0
 
 from elasticdl.runtime.data import generate as gen
 from elasticdl.runtime.k8s import manifests as m
@@ -309,9 +309,7 @@ def test_a_running_job_is_resized_through_its_config_map(tmp_path, kube, regress
     result = run_job(
         factory,
         job_name="k8s-scale",
-        model_zoo=str(FAULT_ZOO),
-        model_def="faulty.custom_model",
-        dataset_fn="faulty.slow_worker0",
+        **SLOW_WORKER0,
         data=str(regression_data),
         output=str(tmp_path / "model"),
         log_dir=str(tmp_path / "logs"),

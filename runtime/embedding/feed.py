@@ -14,33 +14,23 @@ A worker trains a sparse model in two compiled passes per minibatch (see
    unique ids, densified: one summed row per unique id) comes out with the dense gradients.
 
 Contexts are Python state read while a function is *traced*; they hold no tensors between
-calls. They are per thread: a worker prepares the next minibatch's ids on a background thread
-while its step runs (`runtime/worker/lookahead.py`), and either may be tracing.
+calls. Not thread-safe (one model call at a time per process, as in a worker).
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import tensorflow as tf
 
-_LOCAL = threading.local()
-
-
-def _stack() -> list[Any]:
-    stack = getattr(_LOCAL, "stack", None)
-    if stack is None:
-        stack = _LOCAL.stack = []
-    return stack
+_ACTIVE: list[Any] = []
 
 
 def active() -> Any:
-    """This thread's innermost feed context, or None outside `collecting()` / `feeding()`."""
-    stack = _stack()
-    return stack[-1] if stack else None
+    """The innermost feed context, or None outside `collecting()` / `feeding()`."""
+    return _ACTIVE[-1] if _ACTIVE else None
 
 
 class CollectedIds:
@@ -84,11 +74,11 @@ class FedRows:
 def collecting() -> Iterator[CollectedIds]:
     """Pass 1: layers record their ids (see the module docstring)."""
     context = CollectedIds()
-    _stack().append(context)
+    _ACTIVE.append(context)
     try:
         yield context
     finally:
-        _stack().pop()
+        _ACTIVE.pop()
 
 
 @contextlib.contextmanager
@@ -97,8 +87,8 @@ def feeding(
 ) -> Iterator[FedRows]:
     """Pass 2: layers read the fed rows (see the module docstring)."""
     context = FedRows(rows, index)
-    _stack().append(context)
+    _ACTIVE.append(context)
     try:
         yield context
     finally:
-        _stack().pop()
+        _ACTIVE.pop()

@@ -75,7 +75,10 @@ class Case:
     model_def: str
     params: str
     batch: int
-    target: float
+    steady_target: float
+    """Issue 4/6's target for the steady ratio to Keras `fit`."""
+    startup_target: float | None
+    """Its target for the ratio including start-up (None: none set)."""
     records: int
     records_per_file: int
     epochs: int
@@ -95,7 +98,8 @@ CASES = {
         model_def="mnist.mnist_functional_api.custom_model",
         params="lr=0.1",
         batch=64,
-        target=0.85,
+        steady_target=0.85,
+        startup_target=None,
         records=20_480,
         records_per_file=4_096,
         epochs=1,
@@ -108,7 +112,8 @@ CASES = {
         model_def="regressor.DNN",
         params="hidden_units=[64, 32], learning_rate=0.01",
         batch=256,
-        target=0.5,
+        steady_target=0.80,
+        startup_target=0.55,
         records=131_072,
         records_per_file=16_384,
         epochs=1,
@@ -739,7 +744,6 @@ def main(argv: list[str] | None = None) -> int:
         def median_ratio(key: str, pairs: list[tuple[dict, dict]] = pairs) -> float:
             return statistics.median(e[key] / k[key] for k, e in pairs)
 
-        target = f">={case.target}"
         result(f"{name}_keras_fit_records_per_s", median(0, "records_per_s"))
         result(f"{name}_keras_steady_records_per_s", median(0, "steady_records_per_s"))
         result(f"{name}_elasticdl_records_per_s", median(1, "records_per_s"))
@@ -749,8 +753,11 @@ def main(argv: list[str] | None = None) -> int:
         result(f"{name}_elasticdl_steady_ms_per_batch", median(1, "steady_ms_per_batch"))
         result(f"{name}_elasticdl_within_task_ms_per_batch", median(1, "within_task_ms_per_batch"))
         result(f"{name}_elasticdl_task_switch_extra_ms", median(1, "task_switch_extra_ms"))
-        result(f"{name}_ratio_incl_startup", median_ratio("records_per_s"), target)
-        result(f"{name}_ratio_steady", median_ratio("steady_records_per_s"), target)
+        startup_target = f">={case.startup_target}" if case.startup_target else "none"
+        result(f"{name}_ratio_incl_startup", median_ratio("records_per_s"), startup_target)
+        result(
+            f"{name}_ratio_steady", median_ratio("steady_records_per_s"), f">={case.steady_target}"
+        )
         result(
             f"{name}_cpu_ratio_steady",
             statistics.median(

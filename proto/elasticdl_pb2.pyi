@@ -137,12 +137,14 @@ class Task(_message.Message):
     def __init__(self, task_id: _Optional[int] = ..., shard_name: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., type: _Optional[_Union[TaskType, str]] = ..., model_version: _Optional[int] = ..., epoch: _Optional[int] = ..., extended_config: _Optional[_Mapping[str, str]] = ..., skip: _Optional[int] = ..., shuffle_seed: _Optional[int] = ...) -> None: ...
 
 class GetTaskRequest(_message.Message):
-    __slots__ = ("worker_id", "task_type")
+    __slots__ = ("worker_id", "task_type", "ahead")
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
+    AHEAD_FIELD_NUMBER: _ClassVar[int]
     worker_id: int
     task_type: TaskType
-    def __init__(self, worker_id: _Optional[int] = ..., task_type: _Optional[_Union[TaskType, str]] = ...) -> None: ...
+    ahead: bool
+    def __init__(self, worker_id: _Optional[int] = ..., task_type: _Optional[_Union[TaskType, str]] = ..., ahead: _Optional[bool] = ...) -> None: ...
 
 class ReportProgressRequest(_message.Message):
     __slots__ = ("worker_id", "task_id", "records_done", "loss", "model_version")
@@ -159,7 +161,7 @@ class ReportProgressRequest(_message.Message):
     def __init__(self, worker_id: _Optional[int] = ..., task_id: _Optional[int] = ..., records_done: _Optional[int] = ..., loss: _Optional[float] = ..., model_version: _Optional[int] = ...) -> None: ...
 
 class ReportTaskResultRequest(_message.Message):
-    __slots__ = ("worker_id", "task_id", "err_message", "exec_counters")
+    __slots__ = ("worker_id", "task_id", "err_message", "exec_counters", "ahead_task_id")
     class ExecCountersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -171,11 +173,13 @@ class ReportTaskResultRequest(_message.Message):
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     ERR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     EXEC_COUNTERS_FIELD_NUMBER: _ClassVar[int]
+    AHEAD_TASK_ID_FIELD_NUMBER: _ClassVar[int]
     worker_id: int
     task_id: int
     err_message: str
     exec_counters: _containers.ScalarMap[str, int]
-    def __init__(self, worker_id: _Optional[int] = ..., task_id: _Optional[int] = ..., err_message: _Optional[str] = ..., exec_counters: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    ahead_task_id: int
+    def __init__(self, worker_id: _Optional[int] = ..., task_id: _Optional[int] = ..., err_message: _Optional[str] = ..., exec_counters: _Optional[_Mapping[str, int]] = ..., ahead_task_id: _Optional[int] = ...) -> None: ...
 
 class ReportEvaluationMetricsRequest(_message.Message):
     __slots__ = ("worker_id", "task_id", "model_version", "metric_states")

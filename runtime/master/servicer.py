@@ -117,11 +117,26 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     def get_task(self, request: pb.GetTaskRequest, context: grpc.ServicerContext) -> pb.Task:
         self._admit(request.worker_id, context)
         with self.lock:
+            if request.ahead:
+                return self._task_ahead(request.worker_id)
             return self._next_task(request.worker_id)
 
-    def _next_task(self, worker_id: int) -> pb.Task:
+    def _task_ahead(self, worker_id: int) -> pb.Task:
+        """A training task to hold ahead (task_manager.py), else WAIT; the lock held."""
+        version = self.stats.model_version
+        if worker_id in self.standby or (self.stop_at_version and version >= self.stop_at_version):
+            return WAIT_TASK
+        task = self.tasks.get_ahead(worker_id, self._clock())
+        if task is None:
+            return WAIT_TASK
+        if self.dispatch_hook is not None:
+            self.dispatch_hook(worker_id, dict(self.stats.tasks_done))
+        return self._message(task)
+
+    def _next_task(self, worker_id: int, held_ahead: int = 0) -> pb.Task:
         """The worker's next task (the lock held): MaxStepsStopping is checked first, and the
-        dispatch hook runs before the task leaves. A spare gets no task."""
+        dispatch hook runs before a task leaves (not again for the task `held_ahead`, which
+        left when it was handed ahead). A spare gets no task."""
         if worker_id in self.standby:
             if self.tasks.failure is not None or (self.tasks.finished and self._released):
                 return NO_MORE_TASKS
@@ -133,13 +148,16 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
                 f"{self.stop_at_version}",
                 self._clock(),
             )
-        task = self.tasks.get(worker_id, self._clock())
+        task = self.tasks.get(worker_id, self._clock(), held_ahead=held_ahead)
         if task is None:
             if self.tasks.failure is not None or (self.tasks.finished and self._released):
                 return NO_MORE_TASKS
             return WAIT_TASK
-        if self.dispatch_hook is not None:
+        if self.dispatch_hook is not None and task.task_id != held_ahead:
             self.dispatch_hook(worker_id, dict(self.stats.tasks_done))
+        return self._message(task)
+
+    def _message(self, task: Task) -> pb.Task:
         return pb.Task(
             task_id=task.task_id,
             shard_name=task.shard.file,
@@ -179,11 +197,12 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     def finish_task(
         self, request: pb.ReportTaskResultRequest, context: grpc.ServicerContext
     ) -> pb.Task:
-        """`report_task_result` then `get_task`, under one lock hold: one call per task."""
+        """`report_task_result` then `get_task`, under one lock hold: one call per task. With
+        `ahead_task_id`, the answer is that task when the worker is to train it now."""
         self._admit(request.worker_id, context)
         with self.lock:
             self._take_result(request)
-            return self._next_task(request.worker_id)
+            return self._next_task(request.worker_id, held_ahead=request.ahead_task_id)
 
     def _take_result(self, request: pb.ReportTaskResultRequest) -> None:
         records_done = request.exec_counters.get("records_done", -1)

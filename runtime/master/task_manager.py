@@ -6,6 +6,8 @@ States of a task (a record range of one file, for one epoch):
                       |--report_result(error)--> todo (whole range), or job failed at the cap
                       |--recover_worker()------> todo (unfinished remainder only)
                       `--expired()/recover------> todo (remainder; the worker is restarted)
+    todo --get_ahead()--> held ahead --get(held_ahead)--> doing
+                              `--recover_worker()/stop_training()--> todo untouched / dropped
 
 Progress reports (records done within the task, cumulative) are the truth for what was
 trained, so a dead worker's finished records are never handed out again. A range that fails
@@ -17,11 +19,22 @@ No-progress limits are derived from the progress reports seen (`task_timeout.py`
 from a checkpoint starts from `Resumed` (what the checkpoint holds is not planned again), and
 `progress_since(cursor)` gives what the master journals beside the checkpoints for that
 (`progress_journal.py`).
+
+A training worker may hold one training task *ahead* of the one it trains (`get_ahead`), so
+that it reads the next shard and fills its input pipeline while the current task trains (a task
+switch cost a DNN worker ~30 ms per 16 minibatches, most of it the new task's first minibatch
+through an empty pipeline). A task held ahead is in `doing` but has not started: its
+no-progress clock starts when the worker confirms it in its next `get(held_ahead=...)`, it is
+put back at the head of the queue untouched (no failure, no requeue event) when the worker
+dies or training stops, and evaluations queued meanwhile go before it. One is handed out only
+while the queue has a training task at its head and one for every worker holding a task, so
+no worker idles at the end of an epoch while another holds a task it has not started.
 """
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import enum
 import random
 from collections import OrderedDict, deque
@@ -61,6 +74,9 @@ class Task:
     skip: int = 0
     shuffle_seed: int = 0
 
+    def __post_init__(self) -> None:
+        self.lineage = self.lineage or self.task_id
+
     @property
     def num_records(self) -> int:
         """Records this task still has to process."""
@@ -78,6 +94,8 @@ class _Running:
     """The worker's first task: it includes tracing the worker's dataset_fn and step."""
     reports: int = 0
     """Progress reports received for this task."""
+    ahead: bool = False
+    """Held ahead of the worker's current task, not started (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +118,16 @@ class EpochStats:
     redone: int = 0
     covered: int = 0
     """Records of a resumed job already in the checkpoint it started from (not trained again)."""
+
+    @classmethod
+    def of(cls, shards: Sequence[Shard], epoch: int, resumed: Resumed) -> EpochStats:
+        """Epoch `epoch` as planned, with what a resumed job's earlier runs did counted in."""
+        keys = [ShardKey(epoch, s.file, s.start, s.end) for s in shards]
+        return cls(
+            planned=sum(s.num_records for s in shards),
+            trained=sum(resumed.trained.get(k, 0) for k in keys),
+            covered=sum(resumed.covered.get(k, 0) for k in keys),
+        )
 
 
 class ShardKey(NamedTuple):
@@ -141,6 +169,35 @@ class ProgressDelta:
 
     def __bool__(self) -> bool:
         return bool(self.handouts or self.trained)
+
+
+class _ProgressLog:
+    """Training tasks handed out and trained prefixes of record ranges, in one sequence, so
+    that `since(cursor)` gives what changed after a cursor (what the master journals)."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self._handouts: list[tuple[int, int, ShardKey, int]] = []
+        self._prefixes: OrderedDict[ShardKey, tuple[int, int]] = OrderedDict()
+
+    def handed_out(self, task: Task) -> None:
+        self.seq += 1
+        self._handouts.append((self.seq, task.task_id, ShardKey.of(task), task.skip))
+
+    def trained(self, key: ShardKey, prefix: int) -> None:
+        seen = self._prefixes.pop(key, None)
+        self.seq += 1
+        self._prefixes[key] = (self.seq, max(prefix, seen[1] if seen else 0))
+
+    def since(self, cursor: int) -> ProgressDelta:
+        first = bisect.bisect_right(self._handouts, cursor, key=lambda h: h[0])
+        handouts = [(t, k, skip) for _, t, k, skip in self._handouts[first:]]
+        trained: dict[ShardKey, int] = {}
+        for key, (seq, prefix) in reversed(self._prefixes.items()):
+            if seq <= cursor:
+                break
+            trained[key] = prefix
+        return ProgressDelta(self.seq, handouts, dict(reversed(trained.items())))
 
 
 def plan_epoch(
@@ -231,9 +288,7 @@ class TaskManager:
         self._resumed = resumed or Resumed()
         self._next_id = self._resumed.first_task_id
         self._next_epoch = 0
-        self._seq = 0
-        self._handouts: list[tuple[int, int, ShardKey, int]] = []
-        self._prefixes: OrderedDict[ShardKey, tuple[int, int]] = OrderedDict()
+        self._log = _ProgressLog()
         self._failures: dict[int, _Failures] = {}
         self.progress_times = ProgressTimes()
         self._workers_seen: set[int] = set()
@@ -250,29 +305,9 @@ class TaskManager:
 
     # -- planning ------------------------------------------------------------------------------
 
-    def _new_task(
-        self,
-        shard: Shard,
-        epoch: int,
-        lineage: int = 0,
-        skip: int = 0,
-        shuffle_seed: int = 0,
-        task_type: TaskType | None = None,
-        model_version: int = -1,
-    ) -> Task:
-        task = Task(
-            self._next_id,
-            shard,
-            task_type or self.task_type,
-            epoch=epoch,
-            model_version=model_version,
-            lineage=lineage,
-            skip=skip,
-            shuffle_seed=shuffle_seed,
-        )
-        task.lineage = lineage or task.task_id
+    def _take_id(self) -> int:
         self._next_id += 1
-        return task
+        return self._next_id - 1
 
     def _plan_next_epoch(self) -> bool:
         """Queue the next epoch that has records left (a resumed job's may have none)."""
@@ -282,41 +317,79 @@ class TaskManager:
             self._next_epoch += 1
             planned = plan_epoch(self._shards, epoch, config.shuffle, config.seed, resumed.covered)
             self._todo.extend(
-                self._new_task(shard, epoch, skip=skip, shuffle_seed=seed)
+                Task(self._take_id(), shard, self.task_type, epoch, skip=skip, shuffle_seed=seed)
                 for shard, seed, skip in planned
             )
-            keys = [ShardKey(epoch, s.file, s.start, s.end) for s in self._shards]
-            self.epochs.append(
-                EpochStats(
-                    planned=sum(s.num_records for s in self._shards),
-                    trained=sum(resumed.trained.get(k, 0) for k in keys),
-                    covered=sum(resumed.covered.get(k, 0) for k in keys),
-                )
-            )
+            self.epochs.append(EpochStats.of(self._shards, epoch, resumed))
             if planned:
                 return True
         return False
 
     # -- the worker-facing calls ---------------------------------------------------------------
 
-    def get(self, worker_id: int, now: float) -> Task | None:
-        """The next task for `worker_id`, or None when nothing is left to hand out now."""
+    def get(self, worker_id: int, now: float, held_ahead: int = 0) -> Task | None:
+        """The next task for `worker_id`, or None when nothing is left to hand out now.
+
+        `held_ahead`: the id of the task the worker holds ahead; it is the answer (its clock
+        starts now) unless queued evaluations go first (it goes back behind them) or the
+        master took it back meanwhile. A task held ahead that the worker does not name (the
+        answer was lost on its way) goes back to the queue.
+        """
         if self.failure is not None:
             return None
         if self.training_stopped:
             self._todo = deque(t for t in self._todo if t.type != TaskType.TRAINING)
         elif not any(t.type == TaskType.TRAINING for t in self._todo):
             self._plan_next_epoch()
+        for running in [r for r in self._doing.values() if r.worker_id == worker_id and r.ahead]:
+            if running.task.task_id != held_ahead:
+                self._put_back(running)  # its answer never reached the worker
+            elif not self._todo or self._todo[0].type == TaskType.TRAINING:
+                running.ahead = False
+                running.started_at = running.last_progress_at = now
+                return running.task
+            else:
+                self._put_back(running)
         if not self._todo:
             return None
         task = self._todo.popleft()
         first = worker_id not in self._workers_seen
         self._workers_seen.add(worker_id)
         self._doing[task.task_id] = _Running(task, worker_id, now, now, first=first)
-        if task.type == TaskType.TRAINING:
-            self._seq += 1
-            self._handouts.append((self._seq, task.task_id, ShardKey.of(task), task.skip))
+        self._note_handout(task)
         return task
+
+    def get_ahead(self, worker_id: int, now: float) -> Task | None:
+        """A training task for `worker_id` to hold ahead of the one it trains, or None (see
+        the module docstring for when one is handed out)."""
+        if self.failure is not None or self.training_stopped:
+            return None
+        held = [r for r in self._doing.values() if r.worker_id == worker_id]
+        if (
+            len(held) != 1
+            or held[0].ahead
+            or held[0].task.type != TaskType.TRAINING
+            or not self._todo
+            or self._todo[0].type != TaskType.TRAINING
+            or len(self._todo) < len(self.holders())
+        ):
+            return None
+        task = self._todo.popleft()
+        self._doing[task.task_id] = _Running(task, worker_id, now, now, ahead=True)
+        self._note_handout(task)
+        return task
+
+    def _note_handout(self, task: Task) -> None:
+        if task.type == TaskType.TRAINING:
+            self._log.handed_out(task)
+
+    def _put_back(self, running: _Running) -> None:
+        """An unstarted task held ahead goes back to the queue, behind queued evaluations."""
+        del self._doing[running.task.task_id]
+        first_training = next(
+            (i for i, t in enumerate(self._todo) if t.type == TaskType.TRAINING), len(self._todo)
+        )
+        self._todo.insert(first_training, running.task)
 
     def report_progress(self, worker_id: int, task_id: int, records_done: int, now: float) -> bool:
         """Record cumulative progress within a task; False if the task is not this worker's."""
@@ -349,22 +422,12 @@ class TaskManager:
         else:
             before = self._resumed.trained.get(key, 0)
             stats.redone += max(0, min(task.skip + new, before) - (task.skip + old))
-        prefix = task.skip + new
-        seen = self._prefixes.pop(key, None)
-        self._seq += 1
-        self._prefixes[key] = (self._seq, max(prefix, seen[1] if seen else 0))
+        self._log.trained(key, task.skip + new)
 
     def progress_since(self, cursor: int = 0) -> ProgressDelta:
         """Training tasks handed out and ranges whose trained prefix advanced since `cursor`
         (0: since the start): what the master journals each pass, beside the checkpoints."""
-        first = bisect.bisect_right(self._handouts, cursor, key=lambda h: h[0])
-        handouts = [(t, k, skip) for _, t, k, skip in self._handouts[first:]]
-        trained: dict[ShardKey, int] = {}
-        for key, (seq, prefix) in reversed(self._prefixes.items()):
-            if seq <= cursor:
-                break
-            trained[key] = prefix
-        return ProgressDelta(self._seq, handouts, dict(reversed(trained.items())))
+        return self._log.since(cursor)
 
     def report_result(
         self, worker_id: int, task_id: int, error: str, now: float, records_done: int = -1
@@ -408,9 +471,14 @@ class TaskManager:
         on SIGTERM) does not count against the task's retry cap: `count_failure=False`.
         """
         requeued: list[Task] = []
-        for task_id, running in list(self._doing.items()):
-            if running.worker_id != worker_id:
+        held = [r for r in self._doing.values() if r.worker_id == worker_id]
+        for running in held:
+            if running.ahead:
+                self._put_back(running)
+        for running in held:
+            if running.ahead:
                 continue
+            task_id = running.task.task_id
             del self._doing[task_id]
             extra = (applied or {}).get(task_id, running.records_done) - running.records_done
             if extra > 0 and running.task.type == TaskType.TRAINING:
@@ -429,7 +497,7 @@ class TaskManager:
         return [
             (r.worker_id, r.task)
             for r in self._doing.values()
-            if now - r.last_progress_at > self._limit(r)
+            if not r.ahead and now - r.last_progress_at > self._limit(r)
         ]
 
     def timeout_of(self, task_id: int) -> float:
@@ -485,15 +553,7 @@ class TaskManager:
             )
             self.events.append(Event("job_failed", now, detail=self.failure, task_id=task.task_id))
             return None
-        new = self._new_task(
-            task.shard,
-            task.epoch,
-            lineage=task.lineage,
-            skip=task.skip + done,
-            shuffle_seed=task.shuffle_seed,
-            task_type=task.type,
-            model_version=task.model_version,
-        )
+        new = dataclasses.replace(task, task_id=self._take_id(), skip=task.skip + done)
         self._todo.appendleft(new)
         self.events.append(
             Event(
@@ -517,7 +577,7 @@ class TaskManager:
         not training records and do not enter the epoch accounting.
         """
         tasks = [
-            self._new_task(shard, -1, task_type=task_type, model_version=model_version)
+            Task(self._take_id(), shard, task_type, -1, model_version=model_version)
             for shard in shards
         ]
         self._todo.extendleft(reversed(tasks))
@@ -532,12 +592,15 @@ class TaskManager:
 
     def stop_training(self, reason: str, now: float) -> None:
         """End training before its last epoch: no training task is handed out from now on
-        (a requeued remainder neither); tasks in progress finish. Evaluations still run."""
+        (a requeued remainder neither); tasks in progress finish, tasks held ahead are
+        dropped. Evaluations still run."""
         if self.training_stopped:
             return
         self.training_stopped = reason
         self._next_epoch = self.config.num_epochs
         self._todo = deque(t for t in self._todo if t.type != TaskType.TRAINING)
+        for task_id in [i for i, r in self._doing.items() if r.ahead]:
+            del self._doing[task_id]
         self.events.append(Event("training_stopped", now, detail=reason))
 
     # -- job state -----------------------------------------------------------------------------

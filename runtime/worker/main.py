@@ -23,7 +23,10 @@ import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from elasticdl.runtime.worker.task_ahead import TaskAhead
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -82,20 +85,32 @@ class _Progress:
             self._pending = None
 
 
-def _train_task(
-    task: Any, trainer: Any, readers: _Readers, progress: _Progress
-) -> tuple[int, int, bool]:
-    """Train on one task; return (records done, records skipped for a non-finite loss, whether
-    SIGTERM cut it short).
-
-    Returns early, with the progress made reported, when SIGTERM arrived (checked per
-    minibatch); a task that ran to its end is the caller's to report, SIGTERM or not.
-    """
-    from elasticdl.proto import elasticdl_pb2 as pb
+def _task_records(task: Any, readers: Any) -> list[bytes]:
+    """A training task's records in its visiting order, those an earlier attempt did skipped."""
     from elasticdl.runtime.worker.order import visiting_order
 
     shard = list(readers.get(task.shard_name).read(task.start, task.end))
-    records = [shard[i] for i in visiting_order(len(shard), task.shuffle_seed)][task.skip :]
+    return [shard[i] for i in visiting_order(len(shard), task.shuffle_seed)][task.skip :]
+
+
+def _train_task(
+    task: Any,
+    trainer: Any,
+    readers: Any,
+    progress: _Progress,
+    ahead: TaskAhead,
+    records: list[bytes] | None = None,
+) -> tuple[int, int, bool]:
+    """Train on one task (`records`: its records, prepared while the task was held ahead);
+    return (records done, records skipped for a non-finite loss, whether SIGTERM cut it short).
+
+    Returns early, with the progress made reported, when SIGTERM arrived (checked per
+    minibatch); a task that ran to its end is the caller's to report, SIGTERM or not. After
+    its first minibatch the next task is asked for ahead (task_ahead.py).
+    """
+    from elasticdl.proto import elasticdl_pb2 as pb
+
+    records = records if records is not None else _task_records(task, readers)
     metadata = trainer.metadata_for(task.shard_name, records[0])
     trainer.ensure_built(records, metadata)
     done = seen = nonfinite = 0
@@ -120,6 +135,8 @@ def _train_task(
                 model_version=trainer.model_version,
             )
         )
+        ahead.ask(task.task_id)
+        ahead.poll()
         if _Stop.requested:
             # The push in flight lands first; its records are reported before the worker
             # leaves, or the master would requeue (and retrain) them.
@@ -219,6 +236,16 @@ def run(args: argparse.Namespace) -> int:
 
     readers: Any = readers_for(config) or _Readers()
     progress = _Progress(master)
+
+    def prepare(task: Any) -> list[bytes]:
+        records = _task_records(task, readers)
+        if records:
+            engine.prepare(records, engine.metadata_for(task.shard_name, records[0]))
+        return records
+
+    from elasticdl.runtime.worker.task_ahead import TaskAhead
+
+    ahead = TaskAhead(master, worker_id, prepare)
     log.info("worker %d ready for %s (master %s)", worker_id, config.job_type, args.master_addr)
 
     task = None if _Stop.requested else _get_task(master, worker_id)
@@ -236,13 +263,16 @@ def run(args: argparse.Namespace) -> int:
         error = ""
         done = nonfinite = 0
         cut_short = False
+        prepared = ahead.take(task)
         try:
             if task.type == pb.EVALUATION:
                 done = _evaluate_task(task, engine, readers, master)
             elif task.type == pb.PREDICTION:
                 done = _predict_task(task, engine, readers)
             else:
-                done, nonfinite, cut_short = _train_task(task, engine, readers, progress)
+                done, nonfinite, cut_short = _train_task(
+                    task, engine, readers, progress, ahead, prepared
+                )
         except Exception as err:  # noqa: BLE001 - user code: report it as the task's failure
             error = f"{type(err).__name__}: {err}"
             log.error("worker %d: task %d failed:\n%s", worker_id, task.task_id, _short_tb())
@@ -255,12 +285,13 @@ def run(args: argparse.Namespace) -> int:
             task_id=task.task_id,
             err_message=error,
             exec_counters={"records_done": done, "nonfinite_records": nonfinite},
+            ahead_task_id=ahead.held_id(),
         )
         if _Stop.requested:
             master.report_task_result(result, timeout=60)
             break
-        # The result and the next task in one call; a task taken just before a SIGTERM is
-        # left unstarted, and the master requeues it when this worker exits.
+        # The result and the next task in one call; a task taken just before a SIGTERM (or
+        # held ahead) is left unstarted, and the master requeues it when this worker exits.
         task = master.finish_task(result, timeout=60)
     if ps is not None:
         ps.close()

@@ -233,6 +233,11 @@ class Trainer:
             return batches
         return self._lookahead.batches(batches, ahead=self._looks_ahead)
 
+    def prepare(self, records: list[bytes], metadata: DatasetMetadata) -> None:
+        """Make the next task's first minibatch (pipeline.py's `prepare`; on a background
+        thread, while the current task trains)."""
+        self._pipelines.prepare(records, metadata)
+
     def _looks_ahead(self) -> bool:
         """Async, overlapping, and the step traced (no two threads tracing at first)."""
         return self._async and self._overlap.overlap and self._sparse.traced

@@ -63,3 +63,35 @@ def test_a_task_left_half_read_does_not_leak_into_the_next():
         batches = pipelines.batches(records, METADATA, Mode.TRAINING)
         first, _ = next(batches)
         assert first["x"].numpy().reshape(-1).tolist() == [int(r) for r in records[:4]]
+
+
+def test_a_prepared_task_is_handed_out_with_its_own_records():
+    """`prepare` fills the free slot while the current task's iterator is still being read."""
+    pipelines = TaskPipelines(parallel_parse, minibatch_size=4)
+    current = pipelines.batches(task_records(0, 10), METADATA, Mode.TRAINING)
+    assert not pipelines.prepare(task_records(1, 10), METADATA)  # no second slot yet
+    for task in range(1, 6):
+        records = task_records(task, 10)
+        first, _ = next(current)  # the current task has begun, as in a worker
+        if task > 1:
+            following = task_records(task, 10)
+            assert pipelines.prepare(following, METADATA)
+            records = following  # the same object: the prepared iterator is handed out
+        rest = [int(x) for features, _ in current for x in features["x"].numpy().reshape(-1)]
+        assert len(rest) == 6
+        current = pipelines.batches(records, METADATA, Mode.TRAINING)
+    seen = [int(x) for features, _ in current for x in features["x"].numpy().reshape(-1)]
+    assert seen == [int(r) for r in task_records(5, 10)]
+
+
+def test_a_prepared_task_the_worker_did_not_get_is_dropped():
+    pipelines = TaskPipelines(parallel_parse, minibatch_size=4)
+    for task in range(2):
+        list(pipelines.batches(task_records(task, 8), METADATA, Mode.TRAINING))
+    assert pipelines.prepare(task_records(7, 8), METADATA)
+    evaluated = task_records(8, 8)  # the master answered with an evaluation instead
+    labels = [y.numpy() for _, y in pipelines.batches(evaluated, METADATA, Mode.EVALUATION)]
+    assert np.concatenate(labels).tolist() == [int(r) * 10 for r in evaluated]
+    other = task_records(9, 8)
+    seen = [int(x) for f, _ in pipelines.batches(other, METADATA) for x in f["x"].numpy()]
+    assert seen == [int(r) for r in other]

@@ -246,6 +246,20 @@ def test_snapshot_is_empty_for_a_current_caller():
     assert params.snapshot(known_version=5).values is not None
 
 
+def test_values_read_before_a_push_stay_as_they_were():
+    """Values are views of a variable read, not copies: a later apply must not reach them."""
+    params = Parameters(lambda: keras.optimizers.SGD(0.1))
+    params.initialize(random_values(0))
+    before = params.values()
+    kept = {name: value.copy() for name, value in before.items()}
+    params.push_gradients(random_values(1), 0, with_values=True)
+    assert_values_close(before, kept)
+    after = params.values()
+    assert any(not np.array_equal(after[n], kept[n]) for n in kept)
+    with pytest.raises(ValueError, match="read-only"):
+        next(iter(before.values()))[...] = 0.0
+
+
 class _HostSGD(keras.optimizers.SGD):
     """SGD whose update goes through a host callback, which XLA cannot compile."""
 

@@ -1,0 +1,35 @@
+"""Every benchmark in bench/ still starts: `--help` answers and offers `--quick` (a change to a
+shared helper such as train_overhead.Case once broke bench/embedding.py unnoticed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+CHILDREN = {"pss_anchor.py"}
+"""Scripts another benchmark runs with its own arguments (no command line of their own)."""
+
+SCRIPTS = sorted(
+    p.name for p in BENCH.glob("*.py") if not p.name.startswith("_") and p.name not in CHILDREN
+)
+
+
+def test_the_benchmarks_are_found():
+    assert {"train_overhead.py", "embedding.py", "ps.py"} <= set(SCRIPTS)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_benchmark_starts_and_offers_quick(script):
+    run = subprocess.run(  # noqa: S603
+        [sys.executable, "-P", str(BENCH / script), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "--quick" in run.stdout

@@ -27,8 +27,9 @@ For each case, `--repeats` pairs (Keras, then elasticdl) run back to back:
     process launch to the last task, so PS/worker start-up is included), and the steady rate
     from the first progress report that counts the first minibatch applied (an overlapping
     worker's very first report counts none) to the last one, timed in the master as reports
-    arrive; that time is split into minibatches within a task and the extra
-    time of a task switch.
+    arrive (a worker reports at most every 0.1 s within a task); that time is split, by the
+    records each interval between reports counts, into minibatches within a task and the
+    extra time of a task switch.
 
 Both sides get the same TensorFlow intra- and inter-op thread count (`--threads`, default 1:
 the runtime's master, PS and worker share 2 cores; `intra_op_threads` for the runtime, which
@@ -329,18 +330,38 @@ def timed_job_class() -> type:
 
 def split_intervals(
     timeline: list[tuple[float, int, int, int]],
-) -> tuple[list[float], list[float]]:
-    """Seconds between consecutive minibatch reports of each worker: within a task, and across
-    a task switch (the previous task's last minibatch to the next task's first)."""
-    within: list[float] = []
-    switches: list[float] = []
-    last: dict[int, tuple[float, int]] = {}
-    for t1, _, task1, worker in timeline:
+) -> tuple[list[tuple[float, int]], list[tuple[float, int]]]:
+    """(seconds, records) between consecutive reports of each worker that counted new records:
+    within a task, and across a task switch (the previous task's last report to the first of
+    the next that counts records). Records are the job's count, so the split is one worker's
+    only when the job has one (as here). Workers report at most every 0.1 s within a task
+    (runtime/worker/main.py), so an interval may hold several minibatches."""
+    within: list[tuple[float, int]] = []
+    switches: list[tuple[float, int]] = []
+    last: dict[int, tuple[float, int, int]] = {}
+    for t1, r1, task1, worker in timeline:
         if worker in last:
-            t0, task0 = last[worker]
-            (within if task0 == task1 else switches).append(t1 - t0)
-        last[worker] = (t1, task1)
+            t0, r0, task0 = last[worker]
+            (within if task0 == task1 else switches).append((t1 - t0, r1 - r0))
+        last[worker] = (t1, r1, task1)
     return within, switches
+
+
+def split_per_batch(
+    within: list[tuple[float, int]], switches: list[tuple[float, int]], batch: int
+) -> dict[str, float]:
+    """Milliseconds a minibatch takes within a task (mean and median over intervals), and the
+    extra a task switch costs beyond the minibatches its interval holds."""
+    records = sum(r for _, r in within)
+    per_batch = sum(s for s, _ in within) / records * batch if records else 0.0
+    extra = [s - r / batch * per_batch for s, r in switches]
+    return {
+        "within_task_ms_per_batch": per_batch * 1e3,
+        "within_task_median_ms": statistics.median(s / r * batch for s, r in within if r) * 1e3
+        if records
+        else 0.0,
+        "task_switch_extra_ms": statistics.mean(extra) * 1e3 if extra else 0.0,
+    }
 
 
 def elastic_train(
@@ -381,7 +402,7 @@ def elastic_train(
     (t_first, r_first, *_), (t_last, r_last, *_) = timeline[0], timeline[-1]
     steady_records = r_last - r_first
     steady_s = t_last - t_first
-    batches = max(1, len(timeline) - 1)
+    batches = max(1.0, steady_records / case.batch)
     within, switches = split_intervals(timeline)
     cpu_ms: dict[str, float] = {}
     if len(job.cpu_marks) == 2:
@@ -399,11 +420,7 @@ def elastic_train(
         "startup_s": t_first - job._t0,
         "steady_records_per_s": steady_records / steady_s,
         "steady_ms_per_batch": steady_s / batches * 1e3,
-        "within_task_ms_per_batch": statistics.mean(within) * 1e3,
-        "within_task_median_ms": statistics.median(within) * 1e3,
-        "task_switch_extra_ms": (statistics.mean(switches) - statistics.median(within)) * 1e3
-        if switches
-        else 0.0,
+        **split_per_batch(within, switches, case.batch),
         "tasks_seen": len(switches) + 1,
         "steady_cpu_ms_per_batch": cpu_ms,
         "final_loss": report["final_loss"],

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import signal
 import sys
@@ -24,6 +25,8 @@ import traceback
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from elasticdl.runtime.worker.progress import ProgressReports
 
 if TYPE_CHECKING:
     from elasticdl.runtime.worker.task_ahead import TaskAhead
@@ -68,23 +71,6 @@ class _Readers:
         return reader
 
 
-class _Progress:
-    """Progress reports without waiting for each answer: at most one is in flight."""
-
-    def __init__(self, master: Any) -> None:
-        self._master = master
-        self._pending: Any = None
-
-    def send(self, request: Any) -> None:
-        self.flush()
-        self._pending = self._master.report_progress.future(request, timeout=60)
-
-    def flush(self) -> None:
-        if self._pending is not None:
-            self._pending.result()
-            self._pending = None
-
-
 def _task_records(task: Any, readers: Any) -> list[bytes]:
     """A training task's records in its visiting order, those an earlier attempt did skipped."""
     from elasticdl.runtime.worker.order import visiting_order
@@ -97,7 +83,7 @@ def _train_task(
     task: Any,
     trainer: Any,
     readers: Any,
-    progress: _Progress,
+    progress: ProgressReports,
     ahead: TaskAhead,
     records: list[bytes] | None = None,
 ) -> tuple[int, int, bool]:
@@ -108,8 +94,6 @@ def _train_task(
     minibatch); a task that ran to its end is the caller's to report, SIGTERM or not. After
     its first minibatch the next task is asked for ahead (task_ahead.py).
     """
-    from elasticdl.proto import elasticdl_pb2 as pb
-
     records = records if records is not None else _task_records(task, readers)
     metadata = trainer.metadata_for(task.shard_name, records[0])
     trainer.ensure_built(records, metadata)
@@ -118,40 +102,26 @@ def _train_task(
         size = trainer.batch_size(labels)
         end = min(seen + size, len(records))
         result = trainer.train_batch(features, labels, size, task.task_id, end)
-        seen = end
+        first, seen = seen == 0, end
         if result.finite:
             # Records whose gradients were applied (with a push in flight, up to the previous
             # minibatch); non-finite minibatches before them are covered by this report.
             done = result.applied_end
         else:
-            # Nothing done, but a report all the same: the master's no-progress clock restarts.
+            # Nothing done, but it counts as progress: the no-progress clock restarts.
             nonfinite += result.records
-        progress.send(
-            pb.ReportProgressRequest(
-                worker_id=trainer.worker_id,
-                task_id=task.task_id,
-                records_done=done,
-                loss=result.loss if result.finite else float("nan"),
-                model_version=trainer.model_version,
-            )
-        )
+        loss = result.loss if result.finite else math.nan
+        progress.minibatch(task.task_id, done, loss, trainer.model_version, first)
         ahead.ask(task.task_id)
         ahead.poll()
         if _Stop.requested:
             # The push in flight lands first; its records are reported before the worker
             # leaves, or the master would requeue (and retrain) them.
             done = trainer.finish_task()
-            progress.send(
-                pb.ReportProgressRequest(
-                    worker_id=trainer.worker_id,
-                    task_id=task.task_id,
-                    records_done=done,
-                    loss=float("nan"),
-                    model_version=trainer.model_version,
-                )
-            )
+            progress.task_end(task.task_id, done, trainer.model_version, always=True)
             return done, nonfinite, True
     done = trainer.finish_task()
+    progress.task_end(task.task_id, done, trainer.model_version)
     if done == 0 and nonfinite:
         raise FloatingPointError(
             f"the loss was NaN or infinite for every minibatch of records [{task.start}, "
@@ -235,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     from elasticdl.runtime.worker.custom_reader import readers_for
 
     readers: Any = readers_for(config) or _Readers()
-    progress = _Progress(master)
+    progress = ProgressReports(master, worker_id)
 
     def prepare(task: Any) -> list[bytes]:
         records = _task_records(task, readers)

@@ -26,9 +26,11 @@ master with one monotonic clock):
 * training again: from the killed worker's end to its replacement's first progress report
   (the report's `failures[].training_again_s`), for a relaunched worker (relaunch: a new
   process imports TensorFlow and builds the model) and for a warm spare (spare:
-  `--spare_workers 1`). Both kill worker 1 after its 120th task on six times the epochs,
+  `--spare_workers 1`). Both kill worker 1 after its 200th task on ten times the epochs,
   so that the spare, started once the first task is done, is ready when the kill comes, and
-  the relaunched worker has work left when it is.
+  the relaunched worker has work left when it is (120 tasks on six times the epochs until
+  workers got faster on 2026-11-25: the spare was promoted before it was ready, and the job
+  ended before the relaunched worker trained).
 
 Prints one `RESULT <name> <value> target=<target>` line per figure at the end (medians over
 `--repeats` runs of each kind; a run whose worker 1 held no task when hit is not counted).
@@ -170,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         "baseline": {},
         "sigkill": {"chaos": "worker1:kill@tasks=4"},
         "hang": {"chaos": "worker1:stop@tasks=4", "task_timeout_floor": args.floor},
-        "relaunch": {"chaos": "worker1:kill@tasks=120"},
-        "spare": {"chaos": "worker1:kill@tasks=120", "spare_workers": 1},
+        "relaunch": {"chaos": "worker1:kill@tasks=200"},
+        "spare": {"chaos": "worker1:kill@tasks=200", "spare_workers": 1},
     }
     reading = {
         "sigkill": sigkill_figures,
@@ -184,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     for repeat in range(repeats):
         for kind, extra in kinds.items():
             load = bench.wait_quiet(quiet_wait)
-            runs = epochs * (6 if kind in ("relaunch", "spare") else 1)
+            runs = epochs * (10 if kind in ("relaunch", "spare") else 1)
             report = run_job(data, root, f"{kind}-{repeat}", runs, **extra)
             walls[kind].append(report["wall_s"])
             line = f"  {kind} #{repeat}: job {report['wall_s']:.1f} s (other load {load:.2f} cores)"

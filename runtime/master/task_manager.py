@@ -342,14 +342,13 @@ class TaskManager:
         elif not any(t.type == TaskType.TRAINING for t in self._todo):
             self._plan_next_epoch()
         for running in [r for r in self._doing.values() if r.worker_id == worker_id and r.ahead]:
-            if running.task.task_id != held_ahead:
-                self._put_back(running)  # its answer never reached the worker
-            elif not self._todo or self._todo[0].type == TaskType.TRAINING:
-                running.ahead = False
-                running.started_at = running.last_progress_at = now
-                return running.task
-            else:
-                self._put_back(running)
+            evaluations_first = bool(self._todo) and self._todo[0].type != TaskType.TRAINING
+            if running.task.task_id != held_ahead or evaluations_first:
+                self._put_back(running)  # not named: its answer never reached the worker
+                continue
+            running.ahead = False
+            running.started_at = running.last_progress_at = now
+            return running.task
         if not self._todo:
             return None
         task = self._todo.popleft()
@@ -472,11 +471,9 @@ class TaskManager:
         """
         requeued: list[Task] = []
         held = [r for r in self._doing.values() if r.worker_id == worker_id]
-        for running in held:
+        for running in sorted(held, key=lambda r: not r.ahead):  # the remainder ends up first
             if running.ahead:
                 self._put_back(running)
-        for running in held:
-            if running.ahead:
                 continue
             task_id = running.task.task_id
             del self._doing[task_id]

@@ -27,7 +27,7 @@ For each case, `--repeats` pairs (Keras, then elasticdl) run back to back:
     process launch to the last task, so PS/worker start-up is included), and the steady rate
     from the first progress report that counts the first minibatch applied (an overlapping
     worker's very first report counts none) to the last one, timed in the master as reports
-    arrive (a worker reports at most every 0.1 s within a task); that time is split, by the
+    arrive (a report may cover several minibatches); that time is split, by the
     records each interval between reports counts, into minibatches within a task and the
     extra time of a task switch.
 
@@ -334,7 +334,7 @@ def split_intervals(
     """(seconds, records) between consecutive reports of each worker that counted new records:
     within a task, and across a task switch (the previous task's last report to the first of
     the next that counts records). Records are the job's count, so the split is one worker's
-    only when the job has one (as here). Workers report at most every 0.1 s within a task
+    only when the job has one (as here). A worker's report may cover several minibatches
     (runtime/worker/main.py), so an interval may hold several minibatches."""
     within: list[tuple[float, int]] = []
     switches: list[tuple[float, int]] = []

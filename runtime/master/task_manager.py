@@ -465,9 +465,11 @@ class TaskManager:
         """Put the unfinished remainder of a dead worker's tasks back in the todo queue.
 
         `applied` maps task id -> records whose gradients reached the parameter servers (from
-        the PS), which may exceed the last progress report by the minibatch in flight: those
-        records are counted as trained and as redone. A preempted worker (it exited cleanly
-        on SIGTERM) does not count against the task's retry cap: `count_failure=False`.
+        the PS), which may exceed the last progress report (reports come at most every
+        `PROGRESS_EVERY_S` within a task, and the minibatch in flight may land): those records
+        are in the model, so they count as trained and the remainder starts after them; none
+        is trained twice. A preempted worker (it exited cleanly on SIGTERM) does not count
+        against the task's retry cap: `count_failure=False`.
         """
         requeued: list[Task] = []
         held = [r for r in self._doing.values() if r.worker_id == worker_id]
@@ -477,11 +479,11 @@ class TaskManager:
                 continue
             task_id = running.task.task_id
             del self._doing[task_id]
-            extra = (applied or {}).get(task_id, running.records_done) - running.records_done
-            if extra > 0 and running.task.type == TaskType.TRAINING:
-                extra = min(extra, running.task.num_records - running.records_done)
-                done = running.records_done
-                self._count_trained(running.task, done, done + extra, redone=True)
+            reached = (applied or {}).get(task_id, 0)
+            if running.task.type == TaskType.TRAINING and reached > running.records_done:
+                reached = min(reached, running.task.num_records)
+                self._count_trained(running.task, running.records_done, reached)
+                running.records_done = reached
             task = self._requeue(
                 running, now, cause=cause, count_failure=count_failure, since=detected_at
             )

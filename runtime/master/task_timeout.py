@@ -1,9 +1,9 @@
 """How long a task may go without progress before its worker is taken for hung: pure logic.
 
-A training worker reports progress after every minibatch (`worker/progress.py`; its period
-is 0), so the time between two reports is a minibatch (a pull, a step, a push), and a hang
-shows as a missing report long before a whole task's time. The limit is derived from what
-the job has seen, by situation:
+A training worker reports progress after a minibatch at most every 0.1 s
+(`worker/progress.py`), so the time between two reports is 0.1 s or one minibatch (a pull, a
+step, a push), whichever is longer, and a hang shows as a missing report long before a whole
+task's time. The limit is derived from what the job has seen, by situation:
 
 - a training task that has reported progress: `factor` x the longest gap seen between two
   reports of any training task, at least `floor_s`;

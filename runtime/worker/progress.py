@@ -9,12 +9,10 @@ from typing import Any
 
 from elasticdl.proto import elasticdl_pb2 as pb
 
-PROGRESS_EVERY_S = 0.0
-"""Within a task, at most one progress report this often (see `ProgressReports`). 0: every
-minibatch. A 0.1 s period (+2-7 % DNN records/s) broke the bound that a killed worker redoes at
-most its minibatch in flight: the master requeues from the last report, so up to 0.1 s of
-minibatches were trained again (a CI run caught it); it needs the requeue to start from what the
-PS applied first."""
+PROGRESS_EVERY_S = 0.1
+"""Within a task, at most one progress report this often (see `ProgressReports`); 0: every
+minibatch. Exact accounting does not rest on it: a lost worker's task is requeued from what the
+parameter servers applied (`TaskManager.recover_worker`), not from its last report."""
 
 
 class ProgressReports:

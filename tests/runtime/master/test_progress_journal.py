@@ -280,8 +280,9 @@ def test_progress_since_a_cursor_gives_new_handouts_and_advanced_prefixes():
     tm.recover_worker(0, 3.0, cause="killed", applied={first.task_id: 8})
     again = tm.get(1, 4.0)
     later = tm.progress_since(delta.cursor)
-    assert later.handouts == [(again.task_id, key(0, "a", 0, 10), 6)]
-    assert later.trained == {key(0, "a", 0, 10): 8}  # the PS had two records more
+    # The PS had two records more: they are in the model, the remainder starts after them.
+    assert later.handouts == [(again.task_id, key(0, "a", 0, 10), 8)]
+    assert later.trained == {key(0, "a", 0, 10): 8}
 
 
 def save(directory: str, version: int, ps_id: int, progress: dict[int, int]) -> None:

@@ -115,8 +115,8 @@ def _train_task(
         ahead.ask(task.task_id)
         ahead.poll()
         if _Stop.requested:
-            # The push in flight lands first; its records are reported before the worker
-            # leaves, or the master would requeue (and retrain) them.
+            # The push in flight lands first and the worker reports it before it leaves: a
+            # preempted worker's remainder is known without asking the parameter servers.
             done = trainer.finish_task()
             progress.task_end(task.task_id, done, trainer.model_version, always=True)
             return done, nonfinite, True

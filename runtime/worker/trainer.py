@@ -11,14 +11,15 @@ recomputes the same minibatch.
 Async mode overlaps communication with computation, with a bounded staleness: at most one
 push is in flight. Minibatch n is computed while the push of minibatch n-1 travels; then that
 push's answer (the parameters with n-1's gradients and every other worker's applied) is
-assigned, and n's push is held until the caller has reported progress (it goes out at the
-start of the next minibatch). So a gradient is computed on parameters that miss at most this
-worker's previous minibatch (1 version behind with one worker); a progress report only counts
-records whose push came back (`BatchResult.applied_end`), and at most one minibatch is applied
-and unreported when a worker dies, as with a serial worker. `finish_task()` sends the held push
-and waits for it (the end of a task; evaluation does the same). Sync mode stays serial: a sync
-job with one worker trains exactly like one process. An async worker overlaps only while no
-other worker is pushing (`overlap.py`): with others, the overlap would double the staleness.
+assigned, and n's push goes out at once (it travels while the caller reports and fetches the
+next minibatch). So a gradient is computed on parameters that miss at most this worker's
+previous minibatch (1 version behind with one worker); a progress report only counts records
+whose push came back (`BatchResult.applied_end`). Accounting does not rest on reports: the
+master requeues a lost worker's task from what the parameter servers applied.
+`finish_task()` waits for the push in flight (the end of a task; evaluation does the same).
+Sync mode stays serial: a sync job with one worker trains exactly like one process. An async
+worker overlaps only while no other worker is pushing (`overlap.py`): with others, the overlap
+would double the staleness.
 
 Records flow through the spec's `dataset_fn` in the task's visiting order (a seeded
 permutation of the shard, see `order.py`), through pipelines traced once (`pipeline.py`).
@@ -100,7 +101,6 @@ class Trainer:
         self._async = bool(config.use_async)
         self._overlap = OverlapRule(overlap=self._async)  # see overlap.py
         self._in_flight: _InFlight | None = None
-        self._held: tuple[Any, ...] | None = None
         self._task_id: int | None = None
         self._applied_end = 0
 
@@ -252,7 +252,7 @@ class Trainer:
         if task_id != self._task_id:
             self._riding_out(self.flush)
             self._task_id, self._applied_end = task_id, 0
-        if not self._overlap.overlap and (self._held is not None or self._in_flight is not None):
+        if not self._overlap.overlap and self._in_flight is not None:
             self._riding_out(self.flush)  # going serial: the overlapped push lands first
         train = self._train_batch_overlapped if self._overlap.overlap else self._train_batch
         return self._riding_out(lambda: train(features, labels, records, task_id, records_end))
@@ -286,9 +286,8 @@ class Trainer:
                     self._train_batch(*lost.batch)
 
     def flush(self, keep: dict[str, np.ndarray] | None = None) -> int:
-        """Send the held push, wait for the push in flight (if any) and take its answer
-        (`keep`: this replica's newer non-trainable state); the task's records applied."""
-        self._send_held()
+        """Wait for the push in flight (if any) and take its answer (`keep`: this replica's
+        newer non-trainable state); the task's records applied."""
         in_flight, self._in_flight = self._in_flight, None
         if in_flight is not None:
             try:
@@ -386,12 +385,9 @@ class Trainer:
     def _train_batch_overlapped(
         self, features: Any, labels: Any, records: int, task_id: int, records_end: int
     ) -> BatchResult:
-        """Async: send the previous minibatch's push, compute this one while it travels,
-        take its answer and hold this one's push until the next call (at most one push in
-        flight, see the module docstring). Holding it lets the caller report the records
-        applied so far before more of them can reach the parameter servers: a worker that
-        dies leaves at most one minibatch applied and unreported, as a serial one does."""
-        self._send_held()
+        """Async: compute this minibatch while the previous one's push travels, take that
+        push's answer, then send this one's (at most one push in flight, see the module
+        docstring)."""
         overlapped = self._in_flight is not None
         loss, grads, state_values, sparse = self._compute(features, labels)
         if not math.isfinite(loss):
@@ -399,16 +395,9 @@ class Trainer:
         computed_on = list(self._versions)
         self.flush(keep=state_values)
         batch = (features, labels, records, task_id, records_end)
-        self._held = (computed_on, grads, state_values, sparse, batch, overlapped)
-        return BatchResult(records, loss, True, self._applied_end)
-
-    def _send_held(self) -> None:
-        if self._held is None:
-            return
-        computed_on, grads, state_values, sparse, batch, overlapped = self._held
-        self._held = None
-        pending = self._send(computed_on, grads, state_values, sparse, batch[3], batch[4])
+        pending = self._send(computed_on, grads, state_values, sparse, task_id, records_end)
         self._in_flight = _InFlight(pending, list(self._versions), batch, overlapped)
+        return BatchResult(records, loss, True, self._applied_end)
 
     def _sparse_inputs(self, features: Any) -> tuple[Any, Any, Any]:
         """(unique ids, positions, rows) of each table for `features`: prepared ahead

@@ -468,8 +468,11 @@ class TaskManager:
         the PS), which may exceed the last progress report (reports come at most every
         `PROGRESS_EVERY_S` within a task, and the minibatch in flight may land): those records
         are in the model, so they count as trained and the remainder starts after them; none
-        is trained twice. A preempted worker (it exited cleanly on SIGTERM) does not count
-        against the task's retry cap: `count_failure=False`.
+        is trained twice. Without `applied` (the parameter servers could not be asked) the
+        remainder starts at the last report, and what was applied since (up to
+        `PROGRESS_EVERY_S` of minibatches) is trained again uncounted. A preempted worker (it
+        exited cleanly on SIGTERM) does not count against the task's retry cap:
+        `count_failure=False`.
         """
         requeued: list[Task] = []
         held = [r for r in self._doing.values() if r.worker_id == worker_id]

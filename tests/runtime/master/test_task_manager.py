@@ -89,13 +89,17 @@ def test_dead_worker_gives_back_only_the_unfinished_remainder():
     assert tm.epochs[0].trained == 35 and tm.epochs[0].redone == 0
 
 
-def test_records_applied_by_the_ps_beyond_progress_count_as_trained_and_are_not_redone():
+@pytest.mark.parametrize(("reported", "applied"), [(4, 6), (6, 2)])
+def test_a_dead_workers_remainder_starts_after_what_the_ps_applied_or_reported(reported, applied):
+    """Records the PS applied beyond the last report are in the model: trained once, not
+    again; a PS count below the report (its progress came from elsewhere) changes nothing."""
     tm = manager(shuffle=False)
     task = tm.get(1, 0.0)
-    tm.report_progress(1, task.task_id, 4, 1.0)
-    (remainder,) = tm.recover_worker(1, 2.0, cause="killed", applied={task.task_id: 6})
-    assert (remainder.skip, remainder.num_records) == (6, 4)
-    assert visiting_order(remainder) == visiting_order(task)[6:]
+    tm.report_progress(1, task.task_id, reported, 1.0)
+    (remainder,) = tm.recover_worker(1, 2.0, cause="killed", applied={task.task_id: applied})
+    reached = max(reported, applied)
+    assert (remainder.skip, remainder.num_records) == (reached, 10 - reached)
+    assert visiting_order(remainder) == visiting_order(task)[reached:]
     drain(tm, 2)
     assert tm.finished
     assert tm.epochs[0].redone == 0
@@ -110,14 +114,6 @@ def test_a_dead_workers_task_the_ps_applied_whole_is_finished_not_requeued():
     assert tm.finished_tasks == 2
     drain(tm, 2)
     assert tm.finished and tm.epochs[0].trained == 35 and tm.records_redone == 0
-
-
-def test_applied_progress_below_the_last_report_changes_nothing():
-    tm = manager(shuffle=False)
-    task = tm.get(1, 0.0)
-    tm.report_progress(1, task.task_id, 6, 1.0)
-    (remainder,) = tm.recover_worker(1, 2.0, cause="killed", applied={task.task_id: 2})
-    assert (remainder.skip, remainder.num_records) == (6, 4)
 
 
 def test_stale_reports_from_a_dead_worker_are_ignored():

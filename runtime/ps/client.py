@@ -1,9 +1,9 @@
 """Client of N parameter-server shards, used by workers and the master.
 
-Each variable lives on shard `ps_of(name, N)`. Every call goes to all shards in parallel (gRPC
-futures) and waits for all of them. Versions are per shard: a worker keeps the `versions` list
-of its last pull and sends it back with the next pull (a shard whose version is unchanged
-answers with no tensors) and with its gradients.
+Each variable lives on shard `ps_of(name, N)`. Every call goes to all shards in parallel (on
+the client's call threads, runtime/rpc_calls.py) and waits for all of them. Versions are per
+shard: a worker keeps the `versions` list of its last pull and sends it back with the next
+pull (a shard whose version is unchanged answers with no tensors) and with its gradients.
 
 Pushes go to *every* shard, even one with no variables in the push: each shard then counts the
 push (versions advance together, and `applied_progress` is the minimum over shards). A push is
@@ -57,6 +57,7 @@ from elasticdl.runtime.job_config import GRPC_OPTIONS
 from elasticdl.runtime.ps.embedding_table import TableSpec, take_rows
 from elasticdl.runtime.ps.partition import embedding_shard, ps_of
 from elasticdl.runtime.ps.wire import parse_with_tensors, serialize_with_tensors
+from elasticdl.runtime.rpc_calls import CallThreads
 from elasticdl.runtime.tensor_codec import decode, encode
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -177,6 +178,8 @@ class PSClient:
         self._credentials = credentials
         self._resolve = resolve
         self._shards = [_ShardCalls(a, credentials) for a in self.addresses]
+        # Per shard a push in flight, a pull beside it (sparse models) and a probe.
+        self._calls = CallThreads(threads=3 * len(self.addresses), name="ps-calls")
 
     def set_address(self, shard: int, address: str) -> None:
         """Shard `shard` now listens at `address` (a relaunch): later calls go there."""
@@ -230,8 +233,10 @@ class PSClient:
             self._re_resolve()
             left = deadline - time.monotonic()
             calls = [
-                shard.method("get_applied_progress").future(
-                    pb.AppliedProgressRequest(), timeout=max(0.01, min(RESOLVE_PROBE_S, left))
+                self._calls.submit(
+                    shard.method("get_applied_progress"),
+                    pb.AppliedProgressRequest(),
+                    timeout=max(0.01, min(RESOLVE_PROBE_S, left)),
                 )
                 for shard in self._shards
             ]
@@ -525,7 +530,7 @@ class PSClient:
     ) -> tuple[str, list[int], list[Any]]:
         shards = list(range(self.num_ps)) if shards is None else list(shards)
         calls = [
-            self._shards[shard].method(method).future(request, timeout=self.timeout_s)
+            self._calls.submit(self._shards[shard].method(method), request, timeout=self.timeout_s)
             for shard, request in zip(shards, requests, strict=True)
         ]
         return method, shards, calls

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from elasticdl.proto import elasticdl_pb2 as pb
+from elasticdl.runtime.rpc_calls import CallThreads
 
 PROGRESS_EVERY_S = 0.1
 """Within a task, at most one progress report this often (see `ProgressReports`); 0: every
@@ -40,6 +41,7 @@ class ProgressReports:
         self._worker_id = worker_id
         self._every_s = every_s
         self._pending: Any = None
+        self._calls = CallThreads(1, name="progress-reports")
         self._due: tuple[int, int, int] | None = None
         self._losses: list[float] = []
         self._sent_at = -math.inf
@@ -73,7 +75,7 @@ class ProgressReports:
             model_version=version,
         )
         self.flush()
-        self._pending = self._master.report_progress.future(request, timeout=60)
+        self._pending = self._calls.submit(self._master.report_progress, request, timeout=60)
         self._sent_at = self._clock()
 
     def flush(self) -> None:

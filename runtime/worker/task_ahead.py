@@ -24,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from elasticdl.proto import elasticdl_pb2 as pb
+from elasticdl.runtime.rpc_calls import CallThreads
 
 log = logging.getLogger("elasticdl.worker")
 
@@ -38,6 +39,7 @@ class TaskAhead:
         self._worker_id = worker_id
         self._prepare = prepare
         self._asked: Any = None
+        self._calls = CallThreads(1, name="task-ahead-ask")
         self._asked_beside = 0
         self._task: Any = None
         self._records: Future[list[bytes]] | None = None
@@ -49,7 +51,7 @@ class TaskAhead:
         if self._asked_beside != current_task_id and self._task is None:
             self._asked_beside = current_task_id
             request = pb.GetTaskRequest(worker_id=self._worker_id, ahead=True)
-            self._asked = self._master.get_task.future(request, timeout=60)
+            self._asked = self._calls.submit(self._master.get_task, request, timeout=60)
 
     def poll(self) -> None:
         """Start preparing the task once the master's answer is in (never waits)."""

@@ -2,20 +2,31 @@
 
 Per minibatch (see `runtime/embedding/feed.py` for the two passes):
 
-1. `ids(features)`: per table, the minibatch's unique ids and each layer call's positions
-   among them (a compiled pass that computes ids only);
+1. `gather_ids(features)`: per table, the minibatch's unique ids and each layer call's
+   positions among them (a compiled pass that computes ids only);
 2. `pull_rows`: the rows of those ids from the parameter servers (`PSClient.pull_embeddings`:
    every table's ids split by owning PS, one request per PS, all PS in parallel);
-3. `step(features, labels, rows, index)`: loss, dense gradients, non-trainable state and one
+3. `step(features, labels, rows, ids)`: loss, dense gradients, non-trainable state and one
    gradient row per unique id per table (IndexedSlices densified over the unique ids: the
    gradients of repeated ids are summed).
+
+Every table travels through the compiled functions packed, not as one tensor per table: the
+unique ids of all tables in one int64 vector (`counts` ids per table, in table order), every
+call's positions in one int32 vector (`call_sizes` per call, in table and call order), all
+rows in one flat float32 vector, and the row gradients likewise; the functions split them
+inside the graph. Why: with DeepFM's 26 tables a call of the step took ~55 input tensors and
+~40 outputs, and tf.function's argument matching, numpy conversion and output wrapping cost
+more than the graph itself did (1.5 of 4.5 ms alone, several times that under a busy worker's
+other threads). The step is also called as its one concrete function: shapes are relaxed up
+front, so no minibatch needs another trace. How many calls each table's layer gets is read
+when the ids pass is traced (the same model code makes the same calls in the step).
 
 The rows are inputs of the compiled step, so the dense part keeps one traced graph.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,100 +36,163 @@ from elasticdl.runtime.embedding import feed
 from elasticdl.runtime.embedding.tables import embedding_layers
 
 
+@dataclass
+class MinibatchIds:
+    """A minibatch's ids, packed (see the module docstring): `unique` maps each table to its
+    unique ids (views into one array); `counts`, `positions`, `call_sizes` are the packed
+    tensors the step and predict functions take back as they are."""
+
+    unique: dict[str, np.ndarray]
+    counts: Any
+    positions: Any
+    call_sizes: Any
+
+
 class SparseFunctions:
     """ids / step / predict functions of one model (see the module docstring)."""
 
     def __init__(self, model: Any, loss_fn: Any, variables: list[Any], state: list[Any]) -> None:
         layers = embedding_layers(model)
         self.tables = sorted(layers)
-        self._dims = {t: layers[t].output_dim for t in self.tables}
-        tables = self.tables
+        self._dims = np.array([layers[t].output_dim for t in self.tables], np.int64)
+        self._calls: dict[str, int] | None = None  # calls per table, read when ids is traced
+        tables, dims = self.tables, [int(d) for d in self._dims]
 
         @tf.function(reduce_retracing=True)
         def ids(features: Any) -> Any:
             with feed.collecting() as collected:
                 model(features, training=False)
             found = collected.result()
+            self._calls = {t: len(found[t]["index"]) if t in found else 0 for t in tables}
             # A table this forward pass did not use gets no ids (its gradient is empty).
-            unused = {"ids": tf.zeros([0], tf.int64), "index": []}
-            return {t: found.get(t, unused) for t in tables}
+            unique = [found[t]["ids"] if t in found else tf.zeros([0], tf.int64) for t in tables]
+            index = [i for t in tables if t in found for i in found[t]["index"]]
+            return {
+                "ids": tf.concat(unique, axis=0),
+                "counts": tf.stack([tf.size(u, out_type=tf.int32) for u in unique]),
+                "positions": tf.concat(index, axis=0) if index else tf.zeros([0], tf.int32),
+                "call_sizes": tf.stack([tf.size(i, out_type=tf.int32) for i in index])
+                if index
+                else tf.zeros([0], tf.int32),
+            }
+
+        def unpacked(rows: Any, counts: Any, positions: Any, call_sizes: Any) -> Any:
+            """table -> rows [n, dim], table -> [positions of call k] from the packed form."""
+            pieces = tf.split(rows, counts * tf.constant(dims, tf.int32), num=len(tables))
+            by_table = {
+                t: tf.reshape(p, [-1, d]) for t, p, d in zip(tables, pieces, dims, strict=True)
+            }
+            calls = self._calls or {}
+            total = sum(calls.values())
+            split = tf.split(positions, call_sizes, num=total) if total else []
+            index, k = {}, 0
+            for t in tables:
+                index[t] = split[k : k + calls.get(t, 0)]
+                k += calls.get(t, 0)
+            return by_table, index
 
         @tf.function(reduce_retracing=True)
-        def step(features: Any, labels: Any, rows: Any, index: Any) -> Any:
-            row_list = [rows[t] for t in tables]
+        def step(features: Any, labels: Any, rows: Any, counts: Any, positions: Any, sizes: Any):
             with tf.GradientTape() as tape:
-                tape.watch(row_list)
-                with feed.feeding(rows, index):
+                tape.watch(rows)
+                by_table, index = unpacked(rows, counts, positions, sizes)
+                with feed.feeding(by_table, index):
                     predictions = model(features, training=True)
                 loss = loss_fn(labels, predictions)
                 if model.losses:
                     loss = loss + tf.add_n(model.losses)
-            gradients = tape.gradient(loss, variables + row_list)
+            gradients = tape.gradient(loss, variables + [rows])
             dense = [
                 tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
-                for g, v in zip(gradients[: len(variables)], variables, strict=True)
+                for g, v in zip(gradients[:-1], variables, strict=True)
             ]
-            sparse = [
-                tf.zeros_like(r) if g is None else tf.convert_to_tensor(g)
-                for g, r in zip(gradients[len(variables) :], row_list, strict=True)
-            ]
-            return loss, dense, [v.value for v in state], sparse
+            row_grads = tf.zeros_like(rows) if gradients[-1] is None else gradients[-1]
+            return loss, dense, [v.value for v in state], tf.convert_to_tensor(row_grads)
 
         @tf.function(reduce_retracing=True)
-        def predict(features: Any, rows: Any, index: Any) -> Any:
-            with feed.feeding(rows, index):
+        def predict(features: Any, rows: Any, counts: Any, positions: Any, sizes: Any) -> Any:
+            by_table, index = unpacked(rows, counts, positions, sizes)
+            with feed.feeding(by_table, index):
                 return model(features, training=False)
 
         self.ids = ids
         self._step = step
-        self.predict_fed = predict
-        self._traced = False
+        self._step_concrete: Any = None
+        self._predict = predict
 
     @property
     def traced(self) -> bool:
-        return self._traced
+        return self._step_concrete is not None
 
-    def step(self, features: Any, labels: Any, rows: Any, index: Any) -> Any:
-        """The compiled step; traced once for any number of unique ids (shapes relaxed up
-        front, so a new id count does not retrace it)."""
-        if not self._traced:
-            self._step.get_concrete_function(*_relaxed((features, labels, rows, index)))
-            self._traced = True
-        return self._step(features, labels, rows, index)
+    @property
+    def step_traces(self) -> int:
+        """How often the step was traced (1 once traced: shapes are relaxed)."""
+        return int(self._step.experimental_get_tracing_count())
 
-    def gather_ids(self, features: Any) -> tuple[dict[str, np.ndarray], dict[str, list[Any]]]:
-        """(table -> unique ids as int64 arrays, table -> per-call index tensors)."""
-        collected = self.ids(features)
-        unique = {t: collected[t]["ids"].numpy() for t in self.tables}
-        index = {t: list(collected[t]["index"]) for t in self.tables}
-        return unique, index
+    def gather_ids(self, features: Any) -> MinibatchIds:
+        """The ids pass on `features` (see `MinibatchIds`)."""
+        out = self.ids(features)
+        counts = out["counts"]
+        pieces = np.split(out["ids"].numpy(), np.cumsum(counts.numpy())[:-1])
+        return MinibatchIds(
+            dict(zip(self.tables, pieces, strict=True)), counts, out["positions"], out["call_sizes"]
+        )
 
-    def pull_rows(self, ps: Any, unique: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """The PS rows of each table's unique ids: one request per PS for all tables."""
-        wanted = {t: unique[t] for t in self.tables if len(unique[t])}
+    def pull_rows(self, ps: Any, ids: MinibatchIds) -> np.ndarray:
+        """The PS rows of every table's unique ids, packed (one request per PS for all)."""
+        wanted = {t: u for t, u in ids.unique.items() if len(u)}
         pulled = ps.pull_embeddings(wanted) if wanted else {}
+        parts = [np.asarray(pulled[t], np.float32).reshape(-1) for t in wanted]
+        return np.concatenate(parts) if parts else np.zeros(0, np.float32)
+
+    def step(self, features: Any, labels: Any, rows: np.ndarray, ids: MinibatchIds) -> Any:
+        """(loss, dense gradients, state, packed row gradients): the compiled step, traced
+        once for any number of unique ids (its one concrete function, shapes relaxed)."""
+        args = (features, labels, rows, ids.counts, ids.positions, ids.call_sizes)
+        if self._step_concrete is None:
+            self._step_concrete = self._step.get_concrete_function(*_relaxed(args))
+        try:
+            return self._step_concrete(*args)
+        except TypeError:  # inputs the relaxed trace does not take: tf.function's own dispatch
+            return self._step(*args)
+
+    def row_gradients(
+        self, ids: MinibatchIds, packed: np.ndarray
+    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """table -> (unique ids, gradient rows [n, dim]) from the step's packed gradients."""
+        counts = np.array([len(ids.unique[t]) for t in self.tables], np.int64)
+        ends = np.cumsum(counts * self._dims)
+        pieces = np.split(packed, ends[:-1])
         return {
-            t: np.asarray(pulled[t], np.float32)
-            if t in pulled
-            else np.zeros((0, self._dims[t]), np.float32)
-            for t in self.tables
+            t: (ids.unique[t], p.reshape(-1, int(d)))
+            for t, p, d in zip(self.tables, pieces, self._dims, strict=True)
         }
 
     def predictor(self, ps: Any) -> Any:
         """A `predict(features)` that pulls the rows it needs from `ps` (evaluation)."""
 
         def predict(features: Any) -> Any:
-            unique, index = self.gather_ids(features)
-            return self.predict_fed(features, self.pull_rows(ps, unique), index)
+            ids = self.gather_ids(features)
+            rows = self.pull_rows(ps, ids)
+            return self._predict(features, rows, ids.counts, ids.positions, ids.call_sizes)
 
         return predict
 
 
 def _relaxed(structure: Any) -> Any:
-    """TensorSpecs of `structure`: vectors of any length, higher ranks with every dimension
-    but the last unknown."""
+    """Type specs of `structure`: vectors of any length, higher ranks with every dimension
+    but the last unknown (dense, ragged and sparse tensors; other values as they are)."""
 
-    def spec(value: Any) -> tf.TensorSpec:
+    def spec(value: Any) -> Any:
+        if isinstance(value, tf.SparseTensor):
+            return tf.SparseTensorSpec([None] * value.shape.rank, value.dtype)
+        if isinstance(value, tf.RaggedTensor):
+            shape = [None] * (value.shape.rank - 1) + [value.shape[-1]]
+            return tf.RaggedTensorSpec(
+                shape, value.dtype, value.ragged_rank, value.row_splits.dtype
+            )
+        if not isinstance(value, (tf.Tensor, np.ndarray)):
+            return value
         value = tf.convert_to_tensor(value)
         rank = value.shape.rank
         shape = [None] * rank if rank < 2 else [None] * (rank - 1) + [value.shape[-1]]

@@ -307,14 +307,9 @@ class Trainer:
             self._pull()
             loss, gradients, state = self._step(features, labels)
         else:
-            unique, index, rows = self._sparse_inputs(features)
-            loss, gradients, state, row_grads = self._sparse.step(features, labels, rows, index)
-            sparse = {
-                "embedding_grads": {
-                    t: (unique[t], g.numpy())
-                    for t, g in zip(self._sparse.tables, row_grads, strict=True)
-                }
-            }
+            ids, rows = self._sparse_inputs(features)
+            loss, gradients, state, row_grads = self._sparse.step(features, labels, rows, ids)
+            sparse = {"embedding_grads": self._sparse.row_gradients(ids, row_grads.numpy())}
         grads = {name: g.numpy() for name, g in zip(self._trainable_names, gradients, strict=True)}
         state_values = {name: v.numpy() for name, v in zip(self._state_names, state, strict=True)}
         return float(loss), grads, state_values, sparse
@@ -399,8 +394,8 @@ class Trainer:
         self._in_flight = _InFlight(pending, list(self._versions), batch, overlapped)
         return BatchResult(records, loss, True, self._applied_end)
 
-    def _sparse_inputs(self, features: Any) -> tuple[Any, Any, Any]:
-        """(unique ids, positions, rows) of each table for `features`: prepared ahead
+    def _sparse_inputs(self, features: Any) -> tuple[Any, np.ndarray]:
+        """(ids, packed rows) of `features` (see sparse.py): prepared ahead
         (`lookahead.py`), or now, the dense pull (when stale) meanwhile on another thread so
         that the two round trips overlap."""
         prepared = self._lookahead.take(features)
@@ -413,10 +408,10 @@ class Trainer:
         finally:
             pending.result()
 
-    def _rows_puller(self, features: Any) -> Callable[[], tuple[Any, Any, Any]]:
+    def _rows_puller(self, features: Any) -> Callable[[], tuple[Any, np.ndarray]]:
         """The ids pass now; the rows pull when the returned function is called."""
-        unique, index = self._sparse.gather_ids(features)
-        return lambda: (unique, index, self._sparse.pull_rows(self.ps, unique))
+        ids = self._sparse.gather_ids(features)
+        return lambda: (ids, self._sparse.pull_rows(self.ps, ids))
 
     def _background_thread(self) -> Any:
         if self._background is None:

@@ -13,6 +13,10 @@ When the worker holds its next task ahead (runtime/worker/task_ahead.py), `prepa
 task's records into the other of two feed slots and makes its first minibatch on a background
 thread while the current task trains: the first minibatch through an empty pipeline (13-14 ms
 of a DNN task switch of ~22 ms, measured in the worker loop) is then ready when the task starts.
+Both slots' pipelines are built together, with the first task of a kind, so that the second
+task is prepared too: built at the first switch instead, the second slot's pipeline and its
+first iterator stalled the worker ~36 ms there (MNIST, 44 ms from the last minibatch to the
+next task's first one, against 6-8 ms at later switches).
 
 A `shuffle` inside `dataset_fn` is neutralized while the pipeline is built: progress counts
 records from the start of the task's order, and a further shuffle would make "the first k
@@ -97,8 +101,8 @@ class TaskPipelines:
         """Feed the next task's `records` into the free slot and make its first minibatch,
         blocking (a worker calls it on a background thread while the current task trains);
         the next `batches` call with these very records hands out that iterator. False (nothing
-        prepared) before the free slot's pipeline exists: it is built on the training thread,
-        from the second task of a kind on."""
+        prepared) before the first task of this kind began: pipelines are built (traced) on the
+        training thread only."""
         key = (tuple(metadata.columns.items()), metadata.label, mode)
         slot = self._slot ^ 1
         pipeline = self._pipelines.get((key, slot))
@@ -115,9 +119,13 @@ class TaskPipelines:
         return iter(pipeline) if ahead is None else ahead.result()
 
     def _pipeline(self, key: tuple[Any, ...], slot: int, metadata: DatasetMetadata) -> Any:
-        pipeline = self._pipelines.get((key, slot))
-        if pipeline is not None:
-            return pipeline
+        """The pipeline of `key` in `slot`, building both slots' the first time."""
+        if (key, slot) not in self._pipelines:
+            for each in (slot, slot ^ 1):
+                self._pipelines[(key, each)] = self._build(key, each, metadata)
+        return self._pipelines[(key, slot)]
+
+    def _build(self, key: tuple[Any, ...], slot: int, metadata: DatasetMetadata) -> Any:
         while len(self._feeds) <= slot:
             # Dataset.from_generator would also do, but in its process TensorFlow's oneDNN
             # convolutions ran about twice as slow (bench/RESULTS.md).
@@ -134,9 +142,7 @@ class TaskPipelines:
             dataset = self._dataset_fn(source, key[2], metadata)
         options = tf.data.Options()
         options.autotune.enabled = False
-        pipeline = dataset.batch(self._minibatch_size).prefetch(1).with_options(options)
-        self._pipelines[(key, slot)] = pipeline
-        return pipeline
+        return dataset.batch(self._minibatch_size).prefetch(1).with_options(options)
 
     def _maker_thread(self) -> ThreadPoolExecutor:
         if self._maker is None:

@@ -34,6 +34,7 @@ import tensorflow as tf
 
 from elasticdl.runtime.embedding import feed
 from elasticdl.runtime.embedding.tables import embedding_layers
+from elasticdl.runtime.worker.one_trace import OneTrace
 
 
 @dataclass
@@ -116,18 +117,18 @@ class SparseFunctions:
                 return model(features, training=False)
 
         self.ids = ids
-        self._step = step
-        self._step_concrete: Any = None
+        # Unique ids per table vary in number, and so may a model's inner id dimensions.
+        self._step = OneTrace(step, static_inner_dims=False)
         self._predict = predict
 
     @property
     def traced(self) -> bool:
-        return self._step_concrete is not None
+        return self._step.traced
 
     @property
     def step_traces(self) -> int:
         """How often the step was traced (1 once traced: shapes are relaxed)."""
-        return int(self._step.experimental_get_tracing_count())
+        return self._step.traces
 
     def gather_ids(self, features: Any) -> MinibatchIds:
         """The ids pass on `features` (see `MinibatchIds`)."""
@@ -148,13 +149,7 @@ class SparseFunctions:
     def step(self, features: Any, labels: Any, rows: np.ndarray, ids: MinibatchIds) -> Any:
         """(loss, dense gradients, state, packed row gradients): the compiled step, traced
         once for any number of unique ids (its one concrete function, shapes relaxed)."""
-        args = (features, labels, rows, ids.counts, ids.positions, ids.call_sizes)
-        if self._step_concrete is None:
-            self._step_concrete = self._step.get_concrete_function(*_relaxed(args))
-        try:
-            return self._step_concrete(*args)
-        except TypeError:  # inputs the relaxed trace does not take: tf.function's own dispatch
-            return self._step(*args)
+        return self._step(features, labels, rows, ids.counts, ids.positions, ids.call_sizes)
 
     def row_gradients(
         self, ids: MinibatchIds, packed: np.ndarray
@@ -177,25 +172,3 @@ class SparseFunctions:
             return self._predict(features, rows, ids.counts, ids.positions, ids.call_sizes)
 
         return predict
-
-
-def _relaxed(structure: Any) -> Any:
-    """Type specs of `structure`: vectors of any length, higher ranks with every dimension
-    but the last unknown (dense, ragged and sparse tensors; other values as they are)."""
-
-    def spec(value: Any) -> Any:
-        if isinstance(value, tf.SparseTensor):
-            return tf.SparseTensorSpec([None] * value.shape.rank, value.dtype)
-        if isinstance(value, tf.RaggedTensor):
-            shape = [None] * (value.shape.rank - 1) + [value.shape[-1]]
-            return tf.RaggedTensorSpec(
-                shape, value.dtype, value.ragged_rank, value.row_splits.dtype
-            )
-        if not isinstance(value, (tf.Tensor, np.ndarray)):
-            return value
-        value = tf.convert_to_tensor(value)
-        rank = value.shape.rank
-        shape = [None] * rank if rank < 2 else [None] * (rank - 1) + [value.shape[-1]]
-        return tf.TensorSpec(shape, value.dtype)
-
-    return tf.nest.map_structure(spec, structure)

@@ -47,6 +47,7 @@ from elasticdl.runtime.data.metadata import DatasetMetadata
 from elasticdl.runtime.job_config import JobConfig
 from elasticdl.runtime.model_build import build_model
 from elasticdl.runtime.variables import named_variables
+from elasticdl.runtime.worker.one_trace import OneTrace
 from elasticdl.runtime.worker.overlap import OverlapRule
 from elasticdl.runtime.worker.pipeline import TaskPipelines, evaluation_states
 
@@ -93,7 +94,7 @@ class Trainer:
         self._ps_versions: list[int] = [0] * config.num_ps
         self._metadata: dict[str, DatasetMetadata] = {}
         self._pipelines = TaskPipelines(self.instance.dataset_fn, config.minibatch_size)
-        self._step: Callable[..., Any] | None = None
+        self._step: Any = None
         self._sparse: Any = None
         self._background: Any = None
         self._lookahead: Any = None
@@ -141,9 +142,9 @@ class Trainer:
         def predict(features: Any) -> Any:
             return model(features, training=False)
 
-        self._step = step
+        self._step = OneTrace(step)
         self._predict = predict
-        self._assign_all = assign_all
+        self._assign_all = assign_all.get_concrete_function()  # see one_trace.py: no binding
         self._tables: list[Any] = []
         from elasticdl.runtime.embedding.tables import embedding_layers, table_specs
 

@@ -310,8 +310,10 @@ class Trainer:
         else:
             ids, rows = self._sparse_inputs(features)
             loss, gradients, state, row_grads = self._sparse.step(features, labels, rows, ids)
-            sparse = {"embedding_grads": self._sparse.row_gradients(ids, row_grads.numpy())}
-        grads = {name: g.numpy() for name, g in zip(self._trainable_names, gradients, strict=True)}
+            sparse = {"embedding_grads": self._sparse.row_gradients(ids, np.asarray(row_grads))}
+        # Gradients as views of the step's output tensors: `.numpy()` copies (0.4 ms for the
+        # MNIST CNN's 4.8 MB), `np.asarray` does not; they are only read, and encoded once.
+        grads = {n: np.asarray(g) for n, g in zip(self._trainable_names, gradients, strict=True)}
         state_values = {name: v.numpy() for name, v in zip(self._state_names, state, strict=True)}
         return float(loss), grads, state_values, sparse
 

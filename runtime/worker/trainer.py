@@ -77,6 +77,7 @@ class _InFlight:
     versions: list[int]
     batch: tuple[Any, Any, int, int, int]
     overlapped: bool = False  # computed while the push before it was in flight
+    tensors: Any = None  # a Future of the answer's values as tensors (`_answer_tensors`)
 
 
 class Trainer:
@@ -97,6 +98,7 @@ class Trainer:
         self._step: Any = None
         self._sparse: Any = None
         self._background: Any = None
+        self._answers: Any = None  # the thread that turns push answers into tensors
         self._lookahead: Any = None
         self._eval_metrics: Any = None
         self._async = bool(config.use_async)
@@ -195,15 +197,18 @@ class Trainer:
         values: dict[str, np.ndarray],
         versions: list[int],
         keep: dict[str, np.ndarray] | None = None,
+        tensors: dict[str, Any] | None = None,
     ) -> None:
         """Make `values` (at `versions`) the local copy; `keep` (this replica's newer
-        non-trainable state) wins over the shards' copy of it."""
+        non-trainable state) wins over the shards' copy of it. `tensors`: some of `values`
+        as tensors already (assigned without converting them again)."""
         if values:
             for name, value in values.items():
                 if name in self._values:
                     self._values[name] = value
             self._values.update(keep or {})
-            self._assign_all([self._values[name] for name in self._all_names])
+            ready = {n: t for n, t in (tensors or {}).items() if n not in (keep or {})}
+            self._assign_all([ready.get(n, self._values[n]) for n in self._all_names])
         elif keep:
             self._values.update(keep)  # the variables hold it already
         self._versions = list(versions)
@@ -292,8 +297,9 @@ class Trainer:
         in_flight, self._in_flight = self._in_flight, None
         if in_flight is not None:
             try:
+                tensors = None if in_flight.tensors is None else in_flight.tensors.result()
                 result = in_flight.pending.result()
-                self._absorb(result, in_flight.versions, keep or {})
+                self._absorb(result, in_flight.versions, keep or {}, tensors)
                 self._applied_end = in_flight.batch[4]
                 self._overlap.observe(result.staleness, in_flight.overlapped)
             except BaseException:
@@ -337,16 +343,19 @@ class Trainer:
             **sparse,
         )
 
-    def _absorb(self, result: Any, local: list[int], keep: dict[str, np.ndarray]) -> bool:
-        """Take a push's answer, sent while the local copy was at `local`; False when a shard
-        went back in time (relaunched from a checkpoint: the local copy was pulled again)."""
+    def _absorb(
+        self, result: Any, local: list[int], keep: dict[str, np.ndarray], tensors: Any = None
+    ) -> bool:
+        """Take a push's answer, sent while the local copy was at `local` (`tensors`: its values
+        as tensors already, when made ahead); False when a shard went back in time (relaunched
+        from a checkpoint: the local copy was pulled again)."""
         if any(remote < mine for remote, mine in zip(result.versions, local, strict=True)):
             log.info("worker %d: a PS shard restarted; pulling again", self.worker_id)
             self._ps_versions = list(result.versions)
             self._pull(force=True)
             return False
         if self._versions == local:
-            self._take(result.values, result.versions, keep)
+            self._take(result.values, result.versions, keep, tensors)
         else:  # pulled meanwhile: the answer's values may be older than the local copy
             self._values.update(keep)
             self._ps_versions = [
@@ -394,7 +403,8 @@ class Trainer:
         self.flush(keep=state_values)
         batch = (features, labels, records, task_id, records_end)
         pending = self._send(computed_on, grads, state_values, sparse, task_id, records_end)
-        self._in_flight = _InFlight(pending, list(self._versions), batch, overlapped)
+        tensors = self._answers_thread().submit(_answer_tensors, pending)
+        self._in_flight = _InFlight(pending, list(self._versions), batch, overlapped, tensors)
         return BatchResult(records, loss, True, self._applied_end)
 
     def _sparse_inputs(self, features: Any) -> tuple[Any, np.ndarray]:
@@ -415,6 +425,13 @@ class Trainer:
         """The ids pass now; the rows pull when the returned function is called."""
         ids = self._sparse.gather_ids(features)
         return lambda: (ids, self._sparse.pull_rows(self.ps, ids))
+
+    def _answers_thread(self) -> Any:
+        if self._answers is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._answers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="answers")
+        return self._answers
 
     def _background_thread(self) -> Any:
         if self._background is None:
@@ -455,3 +472,15 @@ class Trainer:
     def ensure_built(self, records: list[bytes], metadata: DatasetMetadata | None = None) -> None:
         if not self._built:
             self._build(records, metadata)
+
+
+def _answer_tensors(pending: Any) -> dict[str, Any] | None:
+    """The values a push in flight answers with, as tensors: made on a thread of their own as
+    soon as the answer arrives, while the next minibatch computes, since converting NumPy to a
+    tensor copies (0.8 ms for the MNIST CNN's 4.8 MB, on the training thread's path before).
+    None when the push failed: `flush` raises its error."""
+    try:
+        values = pending.result().values
+    except Exception:  # noqa: BLE001 - flush collects the same error and raises it
+        return None
+    return {name: tf.convert_to_tensor(value) for name, value in values.items()}

@@ -9,10 +9,12 @@ the same structure every minibatch, so one concrete function does, traced up fro
 batch size (the last minibatch of a task is shorter) -- what `reduce_retracing` would reach
 after a second trace.
 
-Contract: `OneTrace(function)(*args)` returns what `function(*args)` returns. Inputs the
-relaxed trace does not take (another structure or dtype, an inner dimension that changes
-between minibatches with `static_inner_dims`) make it fall back to the `tf.function`'s own
-dispatch from then on, so a model is never refused what the plain function accepts.
+Contract: `OneTrace(function)(*args)` returns what `function(*args)` returns. A function that
+cannot be traced with relaxed shapes (model code that needs a static batch size, such as
+`tf.reshape(x, [x.shape[0], -1])`) and inputs the relaxed trace does not take (another
+structure or dtype, an inner dimension that changes between minibatches with
+`static_inner_dims`) make it fall back to the `tf.function`'s own dispatch from then on, so a
+model is never refused what the plain function accepts.
 """
 
 from __future__ import annotations
@@ -45,8 +47,12 @@ class OneTrace:
         if self._dispatching:
             return self.function(*args)
         if self._concrete is None:
-            specs = relaxed(args, self._static_inner_dims)
-            self._concrete = self.function.get_concrete_function(*specs)
+            try:
+                specs = relaxed(args, self._static_inner_dims)
+                self._concrete = self.function.get_concrete_function(*specs)
+            except Exception:  # noqa: BLE001 - the plain call raises what is the caller's
+                self._dispatching = True
+                return self.function(*args)
         try:
             return self._concrete(*args)
         except TypeError:  # not what the relaxed trace takes: the function's own dispatch

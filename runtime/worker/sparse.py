@@ -17,9 +17,10 @@ rows in one flat float32 vector, and the row gradients likewise; the functions s
 inside the graph. Why: with DeepFM's 26 tables a call of the step took ~55 input tensors and
 ~40 outputs, and tf.function's argument matching, numpy conversion and output wrapping cost
 more than the graph itself did (1.5 of 4.5 ms alone, several times that under a busy worker's
-other threads). The step is also called as its one concrete function: shapes are relaxed up
-front, so no minibatch needs another trace. How many calls each table's layer gets is read
-when the ids pass is traced (the same model code makes the same calls in the step).
+other threads). The ids pass and the step are also called as their one concrete function each
+(`one_trace.py`): shapes are relaxed up front, so no minibatch needs another trace. How many
+calls each table's layer gets is read when the ids pass is traced (the same model code makes
+the same calls in the step).
 
 The rows are inputs of the compiled step, so the dense part keeps one traced graph.
 """
@@ -116,7 +117,7 @@ class SparseFunctions:
             with feed.feeding(by_table, index):
                 return model(features, training=False)
 
-        self.ids = ids
+        self.ids = OneTrace(ids, static_inner_dims=False)
         # Unique ids per table vary in number, and so may a model's inner id dimensions.
         self._step = OneTrace(step, static_inner_dims=False)
         self._predict = predict

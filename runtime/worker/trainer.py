@@ -427,10 +427,12 @@ class Trainer:
         return lambda: (ids, self._sparse.pull_rows(self.ps, ids))
 
     def _answers_thread(self) -> Any:
+        """A daemon thread (as the PS calls', see rpc_calls.py): one blocked on an answer from
+        an unreachable PS must not hold up the worker's exit."""
         if self._answers is None:
-            from concurrent.futures import ThreadPoolExecutor
+            from elasticdl.runtime.rpc_calls import CallThreads
 
-            self._answers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="answers")
+            self._answers = CallThreads(threads=1, name="answers")
         return self._answers
 
     def _background_thread(self) -> Any:

@@ -65,3 +65,14 @@ def test_ragged_inputs_of_any_row_lengths_share_the_trace():
         ragged = tf.ragged.constant(rows, dtype=tf.int64)
         assert once(ragged).numpy().tolist() == [sum(r) for r in rows]
     assert once.traces == 1
+
+
+def test_a_function_that_needs_a_static_batch_size_still_runs():
+    @tf.function
+    def flatten(x):
+        return tf.reshape(x, [x.shape[0], -1])  # None with a relaxed batch dimension
+
+    once = OneTrace(flatten)
+    for n in (4, 4, 3):
+        assert once(tf.ones([n, 2, 3])).shape == (n, 6)
+    assert once.traced

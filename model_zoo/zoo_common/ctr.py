@@ -46,7 +46,9 @@ def _first(values: tf.RaggedTensor, default: Any) -> tf.Tensor:
     return values.to_tensor(default_value=default, shape=[None, 1])[:, 0]
 
 
-PARSE_CHUNK = 128  # records parsed together (vectorised), then handed on one by one
+PARSE_CHUNK = 512
+"""Records parsed together (vectorised), then handed on one by one: 4,096 records cost 78-81 ms
+of CPU in chunks of 128, 67-71 ms in chunks of 512 (no better at 1,024)."""
 
 
 def parse_ctr(

@@ -134,7 +134,7 @@ def _sklearn_unimportable() -> Iterator[None]:
 
     Why: `import keras` imports scikit-learn whenever it is installed, for its scikit-learn
     wrappers (`keras.wrappers.SKLearnClassifier`, ...), which a worker or parameter server
-    never uses; scikit-learn brings SciPy, 0.5 s of every job process's start (2.8 -> 2.3 s
+    never uses; with scipy.stats it costs 0.5 s of every job process's start (2.8 -> 2.3 s
     for TensorFlow and Keras, measured in this project's venv), paid again by every
     relaunched worker. Only job processes do this (`configure_tensorflow`); a model zoo may
     still import sklearn itself. A process that imported it already is left as it is."""

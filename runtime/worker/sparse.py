@@ -117,8 +117,8 @@ class SparseFunctions:
             with feed.feeding(by_table, index):
                 return model(features, training=False)
 
-        self.ids = OneTrace(ids, static_inner_dims=False)
         # Unique ids per table vary in number, and so may a model's inner id dimensions.
+        self.ids = OneTrace(ids, static_inner_dims=False)
         self._step = OneTrace(step, static_inner_dims=False)
         self._predict = predict
 

@@ -19,17 +19,20 @@ of their own: for them `tasks=` counts the tasks all workers finished. Task trig
 depend on how fast the machine is.
 
 Two kinds of action are not fired from the master's loop: their triggers are checked, and
-they land, inside the call in which the master hands out a task (`Resizer.on_dispatch`, which
-sees the task reported in the same call):
+they land, inside the call in which a worker starts a task (`Resizer.on_dispatch`, which sees
+the task reported in the same call; a task handed ahead starts when the worker takes it up):
 
-* a worker `stop` lands on each named worker as it is handed its next task: the worker then
+* a worker `stop` lands on each named worker as it starts its next task: the worker then
   certainly holds a task it cannot have reported, so the task timeout has something to catch.
   Sent from the loop, it raced the worker's report of the task it was finishing: a worker
   stopped just after that report hangs holding nothing (CI caught it twice);
-* a parameter server's signal with a `tasks=` trigger lands as the next task is handed to any
-  worker: that task is still to be trained, so the job cannot end before the PS is down and
+* a parameter server's signal with a `tasks=` trigger lands as any worker starts its next
+  task: that task is still to be trained, so the job cannot end before the PS is down and
   has to recover it. Sent from the loop, a short job could finish between the trigger and the
   loop's next pass (CI caught it), and the action never fired.
+
+An action that never fired by the job's end (its trigger did not come, or no task started
+after it came) is reported as skipped, with the reason (`Resizer.at_end`).
 """
 
 from __future__ import annotations
@@ -72,8 +75,8 @@ class ChaosAction:
 
     @property
     def lands_on_dispatch(self) -> bool:
-        """Checked and sent as a task is handed out (see the module docstring): a worker
-        `stop`, to each named worker's next task; a PS signal with a `tasks=` trigger, to any
+        """Checked and sent as a worker starts a task (see the module docstring): a worker
+        `stop`, at each named worker's next task; a PS signal with a `tasks=` trigger, at any
         worker's next task."""
         if self.role == "worker":
             return self.action == "stop"

@@ -192,6 +192,9 @@ def events_section(log: EventLog, t0: float) -> list[dict[str, Any]]:
 def chaos_section(log: EventLog, t0: float) -> list[str]:
     found = []
     for e in log.of(ChaosFired, ChaosSkipped, WorkerAdded, WorkerRemoved):
+        if isinstance(e, ChaosSkipped):
+            found.append((e.at, f"{e.chaos} skipped at {_s(e.at, t0)}s: {e.reason}"))
+            continue
         action = e.action if isinstance(e, ChaosFired) else e.chaos
         found.append((e.at, f"{action} at {_s(e.at, t0)}s"))
     return [text for _, text in sorted(found)]

@@ -98,6 +98,31 @@ class Resizer:
                     self._armed.remove(armed)
                     self._fired(armed.action, role, armed.delivered, time.monotonic())
 
+    def at_end(self, tasks_done: dict[int, int]) -> None:
+        """The job ended: each action that did not land everywhere is reported skipped, once,
+        with why (its trigger never came, or no task started after it came)."""
+        with self._armed_lock:
+            elapsed = time.monotonic() - self._sup.t0
+            for action in due_actions(self._on_dispatch, elapsed, tasks_done):
+                waiting = set(action.group) if action.role == "worker" else None
+                self._armed.append(_Armed(action, waiting))
+            now = time.monotonic()
+            for armed in self._armed:
+                if armed.waiting is None:
+                    who = "a worker"
+                else:
+                    who = ", ".join(f"worker{i}" for i in armed.action.group if i in armed.waiting)
+                why = f"the job ended before {who} started a task after it came due"
+                if armed.delivered:
+                    why += f" (sent to {', '.join(f'worker{i}' for i in armed.delivered)})"
+                self._sup.events.add(ChaosSkipped(now, str(armed.action), why))
+            self._armed.clear()
+            for action in self._chaos + self._on_dispatch:
+                if not action.fired:
+                    action.fired = True
+                    why = "the job ended before it came due"
+                    self._sup.events.add(ChaosSkipped(now, str(action), why))
+
     def _fire_chaos(self, tasks_done: dict[int, int]) -> None:
         sup = self._sup
         elapsed = time.monotonic() - sup.t0

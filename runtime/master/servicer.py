@@ -75,8 +75,11 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         self._clock = clock
         self._live_workers: Callable[[], Collection[int]] | None = None
         self.dispatch_hook: Callable[[int, dict[int, int]], None] | None = None
-        """Called with the worker id and the tasks finished per worker as a task is handed
-        out, under `lock` (chaos actions that land there: resizing.py)."""
+        """Called with the worker id and the tasks finished per worker as a worker starts a
+        task, under `lock` (chaos actions that land there: resizing.py). Not as a task is
+        handed ahead: every task not yet started still passes here, so an action due once N
+        tasks are done lands while a task is left to train (CI: a 4-task job whose workers
+        held the last two ahead ended before a PS kill at tasks=2 landed)."""
         self.stop_at_version = 0
         """A model file's MaxStepsStopping: no training task once the model version reached
         it (checked as each task is handed out); 0: none."""
@@ -127,16 +130,13 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         if worker_id in self.standby or (self.stop_at_version and version >= self.stop_at_version):
             return WAIT_TASK
         task = self.tasks.get_ahead(worker_id, self._clock())
-        if task is None:
-            return WAIT_TASK
-        if self.dispatch_hook is not None:
-            self.dispatch_hook(worker_id, dict(self.stats.tasks_done))
-        return self._message(task)
+        return WAIT_TASK if task is None else self._message(task)
 
     def _next_task(self, worker_id: int, held_ahead: int = 0) -> pb.Task:
         """The worker's next task (the lock held): MaxStepsStopping is checked first, and the
-        dispatch hook runs before a task leaves (not again for the task `held_ahead`, which
-        left when it was handed ahead). A spare gets no task."""
+        dispatch hook runs before the answer leaves, as the task starts: a fresh one, or the
+        one the worker held ahead (`held_ahead`; handing it ahead ran no hook). A spare gets
+        no task."""
         if worker_id in self.standby:
             if self.tasks.failure is not None or (self.tasks.finished and self._released):
                 return NO_MORE_TASKS
@@ -153,7 +153,7 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
             if self.tasks.failure is not None or (self.tasks.finished and self._released):
                 return NO_MORE_TASKS
             return WAIT_TASK
-        if self.dispatch_hook is not None and task.task_id != held_ahead:
+        if self.dispatch_hook is not None:
             self.dispatch_hook(worker_id, dict(self.stats.tasks_done))
         return self._message(task)
 

@@ -217,27 +217,31 @@ class Supervisor:
         self._stop.set()
 
     def watch(self) -> None:
-        """Run until the plug-in says the job is done; raise JobFailed or StopRequested."""
-        while True:
-            if self._stop.is_set():
-                raise StopRequested(self._stop_reason)
-            for exit_ in self.manager.exits(timeout=LOOP_S):
-                self.on_exit(exit_)
-            self._check_ps_liveness()
-            self.plugin.on_pass(self)
-            failure = self.tasks.failure()
-            if failure is not None:
-                raise JobFailed(failure)
-            if self.plugin.done(self.tasks):
-                break
-            if not self._ps_down():
-                for expired in self.tasks.expired(time.monotonic()):
-                    self._on_timeout(expired.worker_id, expired.task_id, expired.timeout_s)
-            done = self.tasks.tasks_done()
-            self.resizer.on_pass(done)
-            finishing = self._stopping or self.tasks.finished()
-            self.spares.on_pass(sum(done.values()), finishing=finishing)
-            self._check_min_workers()
+        """Run until the plug-in says the job is done; raise JobFailed or StopRequested.
+        However it ends, chaos actions that did not land are reported skipped."""
+        try:
+            while True:
+                if self._stop.is_set():
+                    raise StopRequested(self._stop_reason)
+                for exit_ in self.manager.exits(timeout=LOOP_S):
+                    self.on_exit(exit_)
+                self._check_ps_liveness()
+                self.plugin.on_pass(self)
+                failure = self.tasks.failure()
+                if failure is not None:
+                    raise JobFailed(failure)
+                if self.plugin.done(self.tasks):
+                    break
+                if not self._ps_down():
+                    for expired in self.tasks.expired(time.monotonic()):
+                        self._on_timeout(expired.worker_id, expired.task_id, expired.timeout_s)
+                done = self.tasks.tasks_done()
+                self.resizer.on_pass(done)
+                finishing = self._stopping or self.tasks.finished()
+                self.spares.on_pass(sum(done.values()), finishing=finishing)
+                self._check_min_workers()
+        finally:
+            self.resizer.at_end(self.tasks.tasks_done())
         self.finish_recoveries()
 
     def _check_min_workers(self) -> None:

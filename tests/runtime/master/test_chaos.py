@@ -4,7 +4,7 @@ import time
 import pytest
 
 from elasticdl.runtime.master.chaos import ChaosSpecError, due_actions, parse_chaos
-from elasticdl.runtime.master.events import ChaosFired, EventLog
+from elasticdl.runtime.master.events import ChaosFired, ChaosSkipped, EventLog
 from elasticdl.runtime.master.resizing import Resizer
 
 
@@ -132,3 +132,30 @@ def test_a_ps_signal_with_a_task_trigger_lands_as_the_next_task_goes_to_any_work
     assert sup.sent == [("ps", 0, signal.SIGKILL)]
     (fired,) = sup.events.of(ChaosFired)
     assert fired.action == "ps0:kill@tasks=2" and fired.to == ("ps0",)
+
+
+def test_actions_that_never_fired_are_reported_skipped_at_the_end():
+    """A job can end before a trigger comes, or (a dispatch action) before a task starts after
+    it came: the report says so instead of leaving the action out."""
+    sup = _RecordingSupervisor()
+    resizer = Resizer(
+        sup,
+        parse_chaos(
+            "worker0:kill@tasks=1, ps0:kill@tasks=3, worker0+worker1:stop@tasks=1, "
+            "worker1:term@tasks=9"
+        ),
+        None,
+    )
+    resizer.on_pass({0: 1, 1: 0})
+    resizer.on_dispatch(1, {0: 1, 1: 1})  # the stop lands on worker 1; worker 0 never starts
+    resizer.at_end({0: 2, 1: 1})  # the PS kill came due with no task left to start
+    assert [f.action for f in sup.events.of(ChaosFired)] == ["worker0:kill@tasks=1"]
+    skipped = {e.chaos: e.reason for e in sup.events.of(ChaosSkipped)}
+    assert skipped == {
+        "ps0:kill@tasks=3": "the job ended before a worker started a task after it came due",
+        "worker0+worker1:stop@tasks=1": "the job ended before worker0 started a task after it "
+        "came due (sent to worker1)",
+        "worker1:term@tasks=9": "the job ended before it came due",
+    }
+    resizer.at_end({0: 2, 1: 1})
+    assert len(sup.events.of(ChaosSkipped)) == 3  # once

@@ -7,6 +7,7 @@ import jsonschema
 from elasticdl.runtime.master import report as views
 from elasticdl.runtime.master.events import (
     ChaosFired,
+    ChaosSkipped,
     EventLog,
     InstanceLost,
     LossReported,
@@ -86,6 +87,15 @@ def test_one_worker_death_feeds_every_section() -> None:
     kinds = [e["kind"] for e in views.events_section(log, T0)]
     assert kinds == ["chaos", "worker_exit", "worker_relaunched", "ps_exit", "ps_relaunched"]
     assert views.chaos_section(log, T0) == ["worker1:kill@tasks=2 at 4.0s"]
+
+
+def test_a_skipped_chaos_action_says_so_in_the_chaos_section() -> None:
+    log = _log()
+    log.add(ChaosSkipped(T0 + 9.0, "ps0:kill@tasks=9", "the job ended before it came due"))
+    assert views.chaos_section(log, T0) == [
+        "worker1:kill@tasks=2 at 4.0s",
+        "ps0:kill@tasks=9 skipped at 9.0s: the job ended before it came due",
+    ]
 
 
 def test_a_report_built_from_the_log_follows_the_schema() -> None:

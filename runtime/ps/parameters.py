@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from elasticdl.runtime.ps.apply_functions import ApplyFunctions
 from elasticdl.runtime.ps.checkpoint import CheckpointError, ShardState
 from elasticdl.runtime.ps.embedding_table import TableSpec
 from elasticdl.runtime.ps.embeddings import EmbeddingStore, SparseGrads
@@ -273,6 +274,9 @@ class Parameters:
         self._non_trainable: dict[str, np.ndarray] = {}
         self._optimizer: Any = None
         self._apply_fn: Any = None
+        self._warming: Snapshot | None = None
+        """While the applications compile (`_warm_up`): the values at initialization, which
+        pulls get meanwhile instead of waiting for the lock."""
         self._scale: Any = None
         self._slot_variables: dict[str, Any] = {}
         self._optimizer_variables: dict[str, Any] = {}
@@ -348,6 +352,7 @@ class Parameters:
             fixed = {n: v for n, v in values.items() if n in non_trainable}
             self._create_locked(trainable, fixed, int(version), tables)
             self._emit_checkpoint_locked()
+            self._start_warm_up_locked()
             return True
 
     def restore(self, state: ShardState, source: str = "") -> None:
@@ -372,6 +377,24 @@ class Parameters:
                 raise
             self.policy.restore_progress(state.progress)
             self._restored_from = f"{source} version {state.version}" if source else "a state"
+            self._start_warm_up_locked()
+
+    def _start_warm_up_locked(self) -> None:
+        """Compile the optimizer's application now, on a thread of its own that takes the lock
+        (apply_functions.py), so the first push does not wait for XLA. Pulls meanwhile get
+        the values as they are now; the first change of them ends that."""
+        self._warming = Snapshot(True, self._version, self._values_locked(None))
+        others = [*self._slot_variables.values(), *self._optimizer_variables.values()]
+
+        def warm_up() -> None:
+            with self._lock:
+                try:
+                    if self._warming is not None:  # no push came first
+                        self._apply_fn.warm_up(others)
+                finally:
+                    self._warming = None
+
+        threading.Thread(target=warm_up, name="ps-warm-up", daemon=True).start()
 
     def _create_locked(
         self,
@@ -417,7 +440,7 @@ class Parameters:
         self._non_trainable = {name: np.array(v, copy=True) for name, v in fixed.items()}
         self._optimizer = optimizer
         self._scale = scale
-        self._apply_fn = _ApplyFunctions(optimizer, list(variables.values()), scale)
+        self._apply_fn = ApplyFunctions(optimizer, list(variables.values()), scale)
         self.embeddings = embeddings
         self._version = version
         self._initialized = True
@@ -429,11 +452,7 @@ class Parameters:
         )
 
     def _check_same_model(self, values: Mapping[str, np.ndarray], fixed: set[str]) -> None:
-        held = {n: tuple(v.shape) for n, v in self._variables.items()}
-        held.update({n: v.shape for n, v in self._non_trainable.items()})
-        pushed = {n: tuple(np.shape(v)) for n, v in values.items()}
-        differ = sorted(n for n in set(held) | set(pushed) if held.get(n) != pushed.get(n))
-        differ += sorted((fixed ^ set(self._non_trainable)) - set(differ))
+        differ = _model_difference(self._variables, self._non_trainable, values, fixed)
         if differ:
             origin = (
                 f" (restored from checkpoint {self._restored_from})" if self._restored_from else ""
@@ -534,6 +553,11 @@ class Parameters:
 
     def snapshot(self, known_version: int | None = None) -> Snapshot:
         """Version and values read atomically; no values when `known_version` is current."""
+        warming = self._warming
+        if warming is not None:
+            if known_version is not None and known_version == warming.version:
+                return Snapshot(True, warming.version, None)
+            return warming
         with self._lock:
             if not self._initialized:
                 return Snapshot(False, self._version, None)
@@ -582,6 +606,7 @@ class Parameters:
         if sparse:
             self.embeddings.apply(sparse, sparse_lr)
         self._version += 1
+        self._warming = None
         if self._checkpoint_steps and self._version % self._checkpoint_steps == 0:
             self._emit_checkpoint_locked()
 
@@ -618,25 +643,49 @@ class Parameters:
                 )
 
     def _store_non_trainable(self, values: Mapping[str, np.ndarray]) -> None:
+        self._warming = None
         for name, value in values.items():
             self._non_trainable[name] = np.array(
                 value, dtype=self._non_trainable[name].dtype, copy=True
             )
 
     def _values_locked(self, names: Iterable[str] | None) -> dict[str, np.ndarray]:
-        if names is None:
-            out = {name: _snapshot(v) for name, v in self._variables.items()}
-            out.update({name: value.copy() for name, value in self._non_trainable.items()})
-            return out
-        out = {}
-        for name in names:
-            if name in self._variables:
-                out[name] = _snapshot(self._variables[name])
-            elif name in self._non_trainable:
-                out[name] = self._non_trainable[name].copy()
-            else:
-                raise KeyError(f"no variable named {name!r} on this shard")
+        return _read_values(self._variables, self._non_trainable, names)
+
+
+def _read_values(
+    variables: Mapping[str, Any],
+    non_trainable: Mapping[str, np.ndarray],
+    names: Iterable[str] | None,
+) -> dict[str, np.ndarray]:
+    """Snapshots of the named values (all when `names` is None); KeyError for an unknown one."""
+    if names is None:
+        out = {name: _snapshot(v) for name, v in variables.items()}
+        out.update({name: value.copy() for name, value in non_trainable.items()})
         return out
+    out = {}
+    for name in names:
+        if name in variables:
+            out[name] = _snapshot(variables[name])
+        elif name in non_trainable:
+            out[name] = non_trainable[name].copy()
+        else:
+            raise KeyError(f"no variable named {name!r} on this shard")
+    return out
+
+
+def _model_difference(
+    variables: Mapping[str, Any],
+    non_trainable: Mapping[str, np.ndarray],
+    values: Mapping[str, np.ndarray],
+    fixed: set[str],
+) -> list[str]:
+    """The names whose shape or trainability differ between the held model and a pushed one."""
+    held = {n: tuple(v.shape) for n, v in variables.items()}
+    held.update({n: v.shape for n, v in non_trainable.items()})
+    pushed = {n: tuple(np.shape(v)) for n, v in values.items()}
+    differ = sorted(n for n in set(held) | set(pushed) if held.get(n) != pushed.get(n))
+    return differ + sorted((fixed ^ set(non_trainable)) - set(differ))
 
 
 def _snapshot(variable: Any) -> np.ndarray:
@@ -722,7 +771,7 @@ def _keras_name(name: str) -> str:
 
 def _install_lr_scale(optimizer: Any, scale: Any) -> None:
     """Make a schedule or callable learning rate honour `scale` (a variable lr is scaled at
-    apply time instead, see `_ApplyFunctions`)."""
+    apply time instead, see `ApplyFunctions`)."""
     import keras
 
     current = optimizer._learning_rate  # the Keras 3 attribute behind `learning_rate`
@@ -741,69 +790,6 @@ def _install_lr_scale(optimizer: Any, scale: Any) -> None:
     else:
         raise TypeError(f"unsupported learning rate {current!r} in {type(optimizer).__name__}")
     optimizer.learning_rate = scaled
-
-
-class _ApplyFunctions:
-    """Compiled optimizer applications, one per subset of variables (usually just "all").
-
-    Each is a concrete `tf.function` with `jit_compile=True`: XLA fuses the optimizer's
-    per-variable ops, which keeps an apply near the cost of one function call. An optimizer
-    XLA cannot compile falls back, once and for good, to a plain graph function.
-    """
-
-    def __init__(self, optimizer: Any, variables: list[Any], scale: Any) -> None:
-        import keras
-
-        self._optimizer = optimizer
-        self._variables = variables
-        self._scale = scale
-        lr = optimizer._learning_rate  # the Keras 3 attribute behind `learning_rate`
-        self._lr_variable = lr if isinstance(lr, keras.Variable) else None
-        self._functions: dict[tuple[int, ...], Any] = {}
-        self.jit = True
-
-    def __call__(self, indices: tuple[int, ...], grads: list[np.ndarray], lr_scale: float) -> None:
-        import tensorflow as tf
-
-        tensors = [tf.convert_to_tensor(g) for g in grads]
-        scale = tf.constant(lr_scale, dtype=tf.float32)
-        function = self._functions.get(indices)
-        if function is not None:
-            function(tensors, scale)
-            return
-        function = self._build(indices)
-        try:
-            function(tensors, scale)
-        except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError) as error:
-            if not self.jit:
-                raise
-            # XLA compiles before anything runs: no variable has changed yet.
-            _log.warning("optimizer does not compile with XLA, using a graph function: %s", error)
-            self.jit = False
-            self._functions.clear()
-            function = self._build(indices)
-            function(tensors, scale)
-        self._functions[indices] = function
-
-    def _build(self, indices: tuple[int, ...]) -> Any:
-        import tensorflow as tf
-
-        chosen = [self._variables[i] for i in indices]
-        optimizer, lr_variable, scale_variable = self._optimizer, self._lr_variable, self._scale
-
-        def apply(grads: list[Any], lr_scale: Any) -> None:
-            if lr_variable is not None:
-                base = tf.identity(lr_variable.value)
-                lr_variable.assign(base * tf.cast(lr_scale, lr_variable.dtype))
-                optimizer.apply(list(grads), chosen)
-                lr_variable.assign(base)
-            else:
-                scale_variable.assign(lr_scale)
-                optimizer.apply(list(grads), chosen)
-
-        specs = [tf.TensorSpec(v.shape, v.dtype) for v in chosen]
-        function = tf.function(apply, jit_compile=self.jit, autograph=False)
-        return function.get_concrete_function(specs, tf.TensorSpec((), tf.float32))
 
 
 def assign_optimizer_state(

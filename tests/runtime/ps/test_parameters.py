@@ -297,3 +297,78 @@ def test_apply_overhead_for_a_100k_parameter_model(capsys):
     with capsys.disabled():
         size = sum(int(np.prod(s)) for s in shapes.values())
         print(f"\n[ps] Adam apply, {size} params, 6 variables: {per_apply * 1e3:.2f} ms")
+
+
+# -- the optimizer's application compiled before the first push (ps/apply_functions.py) -------
+# It leaves every value as it was, so training afterwards equals a plain Keras optimizer's, for
+# optimizers whose step on a zero gradient changes something (iterations, Ftrl's variables,
+# weight decay, a schedule).
+
+WARM_UP_OPTIMIZERS = {
+    "sgd_momentum": lambda: keras.optimizers.SGD(0.1, momentum=0.9),
+    "adam": lambda: keras.optimizers.Adam(0.01),
+    "adamw": lambda: keras.optimizers.AdamW(0.01, weight_decay=0.1),
+    "ftrl": lambda: keras.optimizers.Ftrl(0.1, l1_regularization_strength=0.01),
+    "adagrad": lambda: keras.optimizers.Adagrad(0.1),
+    "decayed": lambda: keras.optimizers.SGD(
+        keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=1, decay_rate=0.5)
+    ),
+}
+
+
+def wait_compiled(params: Parameters, timeout_s: float = 60.0) -> None:
+    everything = tuple(range(len(params.variables)))
+    deadline = time.monotonic() + timeout_s
+    while everything not in params._apply_fn.compiled:
+        assert time.monotonic() < deadline, "the application was never compiled ahead"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("name", sorted(WARM_UP_OPTIMIZERS))
+def test_compiled_ahead_then_trains_like_a_plain_keras_optimizer(name):
+    make = WARM_UP_OPTIMIZERS[name]
+    initial = random_values(0)
+    steps = [random_values(seed) for seed in (1, 2, 3)]
+    params = Parameters(make)
+    params.initialize(initial)
+    wait_compiled(params)  # before any push
+    state = params.state()
+    assert state.version == 0
+    assert_values_close(state.trainable, initial)
+    assert int(params.optimizer.iterations.numpy()) == 0
+    for grads in steps:
+        params.apply_gradients(grads)
+    assert_values_close(params.values(), reference_apply(initial, steps, make))
+
+
+def test_a_restored_shard_compiles_ahead_and_goes_on_exactly():
+    initial, steps = random_values(0), [random_values(seed) for seed in (1, 2, 3, 4)]
+    first = Parameters(WARM_UP_OPTIMIZERS["adam"])
+    first.initialize(initial)
+    for grads in steps[:2]:
+        first.apply_gradients(grads)
+    restored = Parameters(WARM_UP_OPTIMIZERS["adam"])
+    restored.restore(first.state())
+    wait_compiled(restored)
+    for grads in steps[2:]:
+        restored.apply_gradients(grads)
+    assert_values_close(
+        restored.values(), reference_apply(initial, steps, WARM_UP_OPTIMIZERS["adam"])
+    )
+
+
+class _FailingSGD(keras.optimizers.SGD):
+    def update_step(self, gradient, variable, learning_rate):
+        raise ValueError("this optimizer cannot update")
+
+
+def test_an_optimizer_that_fails_fails_the_first_push_not_the_warm_up():
+    initial = random_values(0)
+    params = Parameters(lambda: _FailingSGD(0.1, name="failing_sgd"))
+    params.initialize(initial)
+    assert_values_close(params.snapshot().values, initial)
+    with pytest.raises(ValueError, match="cannot update"):
+        params.apply_gradients(random_values(1))
+    assert params.version == 0
+    assert_values_close(params.values(), initial)
+    assert np.all(np.isfinite(params.values()["dense/kernel"]))

@@ -8,7 +8,10 @@ and it tracks which task records' gradients reached the model.
 once over every trainable variable of the shard. It is thread-safe: one lock serialises
 `initialize`, `push_gradients`, `apply_gradients`, `update_non_trainable`, `snapshot` and
 `values`, `state` and `restore`, and the policy is only called under that lock (so a push's
-check-and-apply is atomic and a snapshot's values always match its version).
+check-and-apply is atomic and a snapshot's values always match its version). One exception:
+while the optimizer's application compiles after initialization (under the lock, see
+apply_functions.py), `snapshot` answers with the values at initialization, which nothing can
+have changed yet, instead of waiting.
 
 Checkpoints: `state()` captures values, non-trainable values, optimizer state and applied-records
 progress at one version; `restore()` initializes a fresh store from such a state so that the next

@@ -63,13 +63,20 @@ from elasticdl.runtime.tensor_codec import decode, encode
 DEFAULT_TIMEOUT_S = 60.0
 EMBEDDING_PREFIX = "embedding:"  # pull_all's keys of table rows: embedding:<table>:ids / :rows
 # A restarted parameter server should be reachable again within about a second, not after
-# gRPC's default reconnect backoff (which grows to two minutes).
+# gRPC's default reconnect backoff (which grows to two minutes); a starting one within a few
+# tens of milliseconds of listening: a worker's first connection attempt usually comes before
+# (its TensorFlow import is as long as the PS's), and with 200 ms here and between probes
+# it waited 0.2-0.45 s for a PS that was up.
 CHANNEL_OPTIONS = [
     *GRPC_OPTIONS,
-    ("grpc.initial_reconnect_backoff_ms", 200),
-    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.initial_reconnect_backoff_ms", 40),
+    ("grpc.min_reconnect_backoff_ms", 40),
     ("grpc.max_reconnect_backoff_ms", 1000),
 ]
+PROBE_PAUSES_S = (0.04, 0.2)
+"""`wait_ready`: the pause between rounds of probes while a shard does not answer, in the
+first second (a PS starting with the job) and after it (each round also asks the master for
+addresses: many workers waiting for a relaunched PS must not flood it)."""
 RESOLVE_PROBE_S = 2.0
 """With `resolve`, how long `wait_ready` gives a shard to answer before asking again."""
 _UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
@@ -228,7 +235,8 @@ class PSClient:
     def _wait_resolved(self, timeout_s: float) -> None:
         """Ask for the shards' addresses, re-point those that moved, and probe every shard
         (a short call); again until all answer or `timeout_s` passes."""
-        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
+        deadline = started + timeout_s
         while True:
             self._re_resolve()
             left = deadline - time.monotonic()
@@ -253,7 +261,9 @@ class PSClient:
                 raise PSUnavailableError(
                     shard, self.addresses[shard], f"not reachable within {timeout_s:g} s"
                 )
-            time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+            now = time.monotonic()
+            pause = PROBE_PAUSES_S[0] if now - started < 1.0 else PROBE_PAUSES_S[1]
+            time.sleep(min(pause, max(0.0, deadline - now)))
 
     def _re_resolve(self) -> None:
         assert self._resolve is not None

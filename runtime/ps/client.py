@@ -42,8 +42,10 @@ shard and its address.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +95,7 @@ class PSError(RuntimeError):
 
     def __init__(self, shard: int, address: str, message: str, code: Any = None) -> None:
         super().__init__(f"parameter server {shard} ({address}): {message}")
+        self.detail = message
         self.shard = shard
         self.address = address
         self.code = code
@@ -100,6 +103,10 @@ class PSError(RuntimeError):
 
 class PSUnavailableError(PSError):
     """A parameter server could not be reached (down, not started yet, or too slow)."""
+
+
+class PSNeverReadyError(PSUnavailableError):
+    """`wait_ready_behind` gave up: a shard did not answer within its time after start-up."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +194,7 @@ class PSClient:
         self._shards = [_ShardCalls(a, credentials) for a in self.addresses]
         # Per shard a push in flight, a pull beside it (sparse models) and a probe.
         self._calls = CallThreads(threads=3 * len(self.addresses), name="ps-calls")
+        self._becoming_ready: Future[None] | None = None
 
     def set_address(self, shard: int, address: str) -> None:
         """Shard `shard` now listens at `address` (a relaunch): later calls go there."""
@@ -209,6 +217,26 @@ class PSClient:
         return parts
 
     # -- calls ----------------------------------------------------------------------------
+    def wait_ready_behind(self, timeout_s: float) -> None:
+        """`wait_ready` on a thread of its own, and return: the next call waits for it, and
+        raises PSNeverReadyError when it gave up. Why: a worker's TensorFlow import takes as
+        long as a PS's, and the PS then still builds its servicer (0.2-0.3 s); the worker
+        builds its model meanwhile instead of waiting first."""
+        becoming_ready: Future[None] = Future()
+
+        def wait() -> None:
+            try:
+                self.wait_ready(timeout_s)
+                becoming_ready.set_result(None)
+            except PSUnavailableError as error:
+                never = PSNeverReadyError(error.shard, error.address, error.detail)
+                becoming_ready.set_exception(never)
+            except BaseException as error:  # noqa: BLE001 - the next call raises it
+                becoming_ready.set_exception(error)
+
+        self._becoming_ready = becoming_ready
+        threading.Thread(target=wait, name="ps-ready", daemon=True).start()
+
     def wait_ready(self, timeout_s: float) -> None:
         """Block until every shard's channel connects; PSUnavailableError names the first
         shard that did not within `timeout_s` (all shards wait concurrently). With `resolve`,
@@ -538,6 +566,9 @@ class PSClient:
     def _send(
         self, method: str, requests: list[Any], shards: Sequence[int] | None = None
     ) -> tuple[str, list[int], list[Any]]:
+        if self._becoming_ready is not None:
+            self._becoming_ready.result()
+            self._becoming_ready = None
         shards = list(range(self.num_ps)) if shards is None else list(shards)
         calls = [
             self._calls.submit(self._shards[shard].method(method), request, timeout=self.timeout_s)

@@ -179,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
     from elasticdl.proto import elasticdl_pb2_grpc
     from elasticdl.runtime import auth
     from elasticdl.runtime.job_config import GRPC_OPTIONS, JobConfig, configure_tensorflow
+    from elasticdl.runtime.ps.client import PSNeverReadyError
 
     config = JobConfig.read(args.config)
     configure_tensorflow(config)
@@ -196,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
             return list(master.get_ps_addresses(request, timeout=10).addresses)
 
         ps = PSClient(args.ps_addrs.split(","), credentials=credentials, resolve=ps_addresses)
-        ps.wait_ready(timeout_s=120)
+        ps.wait_ready_behind(timeout_s=120)  # the first task's model is built meanwhile
         engine: Any = Trainer(config, ps, worker_id)
     else:
         from elasticdl.runtime.worker.predictor import Predictor
@@ -243,6 +244,8 @@ def run(args: argparse.Namespace) -> int:
                 done, nonfinite, cut_short = _train_task(
                     task, engine, readers, progress, ahead, prepared
                 )
+        except PSNeverReadyError:
+            raise  # no task's failure: this worker ends, as when it could not start
         except Exception as err:  # noqa: BLE001 - user code: report it as the task's failure
             error = f"{type(err).__name__}: {err}"
             log.error("worker %d: task %d failed:\n%s", worker_id, task.task_id, _short_tb())

@@ -23,7 +23,12 @@ import tensorflow as tf
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime.job_config import JobConfig
-from elasticdl.runtime.ps.client import PSClient, PSError, PSUnavailableError
+from elasticdl.runtime.ps.client import (
+    PSClient,
+    PSError,
+    PSNeverReadyError,
+    PSUnavailableError,
+)
 from elasticdl.runtime.ps.parameters import GradientPolicy, Parameters
 from elasticdl.runtime.ps.partition import ps_of
 from elasticdl.runtime.ps.servicer import ParameterServerServicer, serve, start_server
@@ -210,6 +215,37 @@ def test_an_unreachable_shard_is_a_typed_error():
             client.pull()
         with pytest.raises(PSUnavailableError, match="not reachable within 0.3 s"):
             client.wait_ready(0.3)
+
+
+def test_calls_wait_for_a_shard_that_comes_up_after_wait_ready_behind(model):
+    """A worker's path: it asks for readiness behind its back, builds its model, and its first
+    call waits for the shard that was not up yet."""
+    _, values, _ = model
+    config = job_config(num_ps=1)
+    port = free_port()
+    address = f"{HOST}:{port}"
+    servers: list[grpc.Server] = []
+    late = threading.Timer(0.5, lambda: servers.append(serve(config, 0, port)))
+    with PSClient([address], timeout_s=5, resolve=lambda: [address]) as client:
+        try:
+            client.wait_ready_behind(30)  # nothing listens until it returned
+            late.start()
+            client.push_model(values)
+            assert servers, "the call went out before the shard was up"
+            assert client.pull().versions == [0]
+        finally:
+            late.join()
+            for server in servers:
+                server.stop(None)
+
+
+def test_a_shard_that_never_came_up_fails_every_call_after_wait_ready_behind():
+    address = f"{HOST}:{free_port()}"
+    with PSClient([address], timeout_s=5, resolve=lambda: [address]) as client:
+        client.wait_ready_behind(0.3)
+        for _ in range(2):
+            with pytest.raises(PSNeverReadyError, match="not reachable within 0.3 s"):
+                client.pull()
 
 
 def test_client_reconnects_to_a_restarted_shard(model):

@@ -344,7 +344,7 @@ class PSClient:
     def pull(self, versions: Sequence[int] | int | None = None) -> PullResult:
         """Values from every shard whose version differs from `versions` (per shard, or one
         for all; None or -1: everything)."""
-        known = self._per_shard(-1 if versions is None else versions)
+        known = _per_shard(-1 if versions is None else versions, self.num_ps)
         requests = [pb.PullDenseParametersRequest(version=v) for v in known]
         answers = self._gather("pull_dense_parameters", requests)
         values: dict[str, np.ndarray] = {}
@@ -406,10 +406,10 @@ class PSClient:
     ) -> PendingPush:
         """`push_gradients` without waiting: the requests are encoded and sent now, the
         answers gathered by `PendingPush.result()` (which raises the call's PSError)."""
-        known = self._per_shard(versions)
+        known = _per_shard(versions, self.num_ps)
         grad_parts = self.split(gradients)
         state_parts = self.split(non_trainable or {})
-        sparse_parts = self._split_sparse(embedding_grads or {})
+        sparse_parts = _split_sparse(embedding_grads or {}, self.num_ps)
         requests = [
             serialize_with_tensors(
                 pb.PushGradientsRequest(
@@ -525,38 +525,6 @@ class PSClient:
         self.close()
 
     # -- helpers --------------------------------------------------------------------------
-    def _per_shard(self, versions: Sequence[int] | int) -> list[int]:
-        if isinstance(versions, int | np.integer):
-            return [int(versions)] * self.num_ps
-        versions = [int(v) for v in versions]
-        if len(versions) != self.num_ps:
-            raise ValueError(f"{len(versions)} versions given for {self.num_ps} shards")
-        return versions
-
-    def _split_sparse(
-        self, grads: Mapping[str, tuple[np.ndarray, np.ndarray]]
-    ) -> list[list[pb.EmbeddingSlices]]:
-        parts: list[list[pb.EmbeddingSlices]] = [[] for _ in self.addresses]
-        for name, (ids, values) in grads.items():
-            ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-            values = np.asarray(values, dtype=np.float32)
-            if values.ndim != 2 or values.shape[0] != ids.size:
-                raise ValueError(
-                    f"embedding gradient {name!r}: values of shape {values.shape} for "
-                    f"{ids.size} ids (expected ({ids.size}, dim))"
-                )
-            owner = embedding_shard(ids, self.num_ps)
-            for shard in range(self.num_ps):
-                mine = owner == shard if self.num_ps > 1 else slice(None)
-                parts[shard].append(
-                    pb.EmbeddingSlices(
-                        name=name,
-                        ids=encode(name, ids[mine]),
-                        values=encode(name, values[mine]),
-                    )
-                )
-        return parts
-
     def _gather(
         self, method: str, requests: list[Any], shards: Sequence[int] | None = None
     ) -> list[Any]:
@@ -638,6 +606,42 @@ def _push_answer(data: bytes) -> tuple[pb.PushGradientsResponse, dict[str, np.nd
 
 def _pull_answer(data: bytes) -> tuple[pb.PullDenseParametersResponse, dict[str, np.ndarray]]:
     return parse_with_tensors(data, pb.PullDenseParametersResponse, _PARAMETERS_FIELD)
+
+
+def _per_shard(versions: Sequence[int] | int, num_ps: int) -> list[int]:
+    """One version per shard: `versions` repeated, or checked to have one for each."""
+    if isinstance(versions, int | np.integer):
+        return [int(versions)] * num_ps
+    versions = [int(v) for v in versions]
+    if len(versions) != num_ps:
+        raise ValueError(f"{len(versions)} versions given for {num_ps} shards")
+    return versions
+
+
+def _split_sparse(
+    grads: Mapping[str, tuple[np.ndarray, np.ndarray]], num_ps: int
+) -> list[list[pb.EmbeddingSlices]]:
+    """Embedding gradients (table -> (ids, rows)) divided by the shard that owns each id."""
+    parts: list[list[pb.EmbeddingSlices]] = [[] for _ in range(num_ps)]
+    for name, (ids, values) in grads.items():
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        values = np.asarray(values, dtype=np.float32)
+        if values.ndim != 2 or values.shape[0] != ids.size:
+            raise ValueError(
+                f"embedding gradient {name!r}: values of shape {values.shape} for "
+                f"{ids.size} ids (expected ({ids.size}, dim))"
+            )
+        owner = embedding_shard(ids, num_ps)
+        for shard in range(num_ps):
+            mine = owner == shard if num_ps > 1 else slice(None)
+            parts[shard].append(
+                pb.EmbeddingSlices(
+                    name=name,
+                    ids=encode(name, ids[mine]),
+                    values=encode(name, values[mine]),
+                )
+            )
+    return parts
 
 
 def table_info(spec: Any) -> pb.EmbeddingTableInfo:

@@ -52,6 +52,7 @@ def elasticdl_input_function(
     if mode != Mode.PREDICTION:
         spec[label] = tf.io.FixedLenFeature([1], _PARSED[kinds[label]])
 
+    @tf.autograph.experimental.do_not_convert  # plain tensor code: no AutoGraph needed
     def parse(record: tf.Tensor) -> Any:
         parsed = tf.io.parse_single_example(record, spec)
         inputs = {

@@ -72,6 +72,7 @@ def parse_ctr(
         spec.pop(LABEL)
     buckets = int(hash_buckets) if hash_buckets else FULL_HASH
 
+    @tf.autograph.experimental.do_not_convert  # see zoo_common/__init__.py
     def parse(records: tf.Tensor) -> Any:
         parsed = tf.io.parse_example(records, spec)
         counts = [tf.cast(_first(parsed[name], 0), tf.float32) for name in INT_COLUMNS]

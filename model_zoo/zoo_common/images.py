@@ -23,6 +23,7 @@ def parse_image_dataset(
     if mode != Mode.PREDICTION:
         spec["label"] = tf.io.FixedLenFeature([1], tf.int64)
 
+    @tf.autograph.experimental.do_not_convert  # see zoo_common/__init__.py
     def _parse(record: tf.Tensor) -> Any:
         parsed = tf.io.parse_single_example(record, spec)
         features = {"image": parsed["image"] / 255.0}

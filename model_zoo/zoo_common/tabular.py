@@ -144,6 +144,7 @@ def parse_table_dataset(
             )
         spec[label] = tf.io.FixedLenFeature([1], _PARSE_TYPES[label_info.kind])
 
+    @tf.autograph.experimental.do_not_convert  # see zoo_common/__init__.py
     def _parse(record: tf.Tensor) -> Any:
         parsed = tf.io.parse_single_example(record, spec)
         dense, categorical, sparse = [], [], []

@@ -278,8 +278,8 @@ class Parameters:
         self._optimizer: Any = None
         self._apply_fn: Any = None
         self._warming: Snapshot | None = None
-        """While the applications compile (`_warm_up`): the values at initialization, which
-        pulls get meanwhile instead of waiting for the lock."""
+        """While the application compiles (`_start_warm_up_locked`): the values at
+        initialization, read-only, which pulls get meanwhile instead of waiting for the lock."""
         self._scale: Any = None
         self._slot_variables: dict[str, Any] = {}
         self._optimizer_variables: dict[str, Any] = {}
@@ -386,7 +386,10 @@ class Parameters:
         """Compile the optimizer's application now, on a thread of its own that takes the lock
         (apply_functions.py), so the first push does not wait for XLA. Pulls meanwhile get
         the values as they are now; the first change of them ends that."""
-        self._warming = Snapshot(True, self._version, self._values_locked(None))
+        values = self._values_locked(None)
+        for value in values.values():
+            value.setflags(write=False)  # one snapshot answers every pull meanwhile
+        self._warming = Snapshot(True, self._version, values)
         others = [*self._slot_variables.values(), *self._optimizer_variables.values()]
 
         def warm_up() -> None:

@@ -77,9 +77,9 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         self.dispatch_hook: Callable[[int, dict[int, int]], None] | None = None
         """Called with the worker id and the tasks finished per worker as a worker starts a
         task, under `lock` (chaos actions that land there: resizing.py). Not as a task is
-        handed ahead: every task not yet started still passes here, so an action due once N
-        tasks are done lands while a task is left to train (CI: a 4-task job whose workers
-        held the last two ahead ended before a PS kill at tasks=2 landed)."""
+        handed ahead: every task passes here as it starts, so an action that comes due while
+        some task is still to start lands with it (CI: a 4-task job whose workers held the
+        last two ahead ended before a PS kill at tasks=2 landed)."""
         self.stop_at_version = 0
         """A model file's MaxStepsStopping: no training task once the model version reached
         it (checked as each task is handed out); 0: none."""

@@ -72,15 +72,12 @@ class Resizer:
             self._apply_scale_requests(self._inbox)
 
     def on_dispatch(self, worker_id: int, tasks_done: dict[int, int]) -> None:
-        """Called by the servicer, under its lock, as it hands `worker_id` a task (`tasks_done`:
+        """Called by the servicer, under its lock, as `worker_id` starts a task (`tasks_done`:
         per worker, the tasks finished so far, the one reported in the same call included):
         the dispatch actions that became due are armed, and those for this worker or for any
         worker land now, before the task is in hand."""
         with self._armed_lock:
-            elapsed = time.monotonic() - self._sup.t0
-            for action in due_actions(self._on_dispatch, elapsed, tasks_done):
-                waiting = set(action.group) if action.role == "worker" else None
-                self._armed.append(_Armed(action, waiting))
+            self._arm_due_locked(tasks_done)
             for armed in list(self._armed):
                 if armed.waiting is None:
                     role, targets = Role.PS, armed.action.group
@@ -102,10 +99,7 @@ class Resizer:
         """The job ended: each action that did not land everywhere is reported skipped, once,
         with why (its trigger never came, or no task started after it came)."""
         with self._armed_lock:
-            elapsed = time.monotonic() - self._sup.t0
-            for action in due_actions(self._on_dispatch, elapsed, tasks_done):
-                waiting = set(action.group) if action.role == "worker" else None
-                self._armed.append(_Armed(action, waiting))
+            self._arm_due_locked(tasks_done)
             now = time.monotonic()
             for armed in self._armed:
                 if armed.waiting is None:
@@ -122,6 +116,14 @@ class Resizer:
                     action.fired = True
                     why = "the job ended before it came due"
                     self._sup.events.add(ChaosSkipped(now, str(action), why))
+
+    def _arm_due_locked(self, tasks_done: dict[int, int]) -> None:
+        """Arm the dispatch actions that came due: a worker stop waits for each named worker,
+        a PS signal for any worker."""
+        elapsed = time.monotonic() - self._sup.t0
+        for action in due_actions(self._on_dispatch, elapsed, tasks_done):
+            waiting = set(action.group) if action.role == "worker" else None
+            self._armed.append(_Armed(action, waiting))
 
     def _fire_chaos(self, tasks_done: dict[int, int]) -> None:
         sup = self._sup

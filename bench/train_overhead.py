@@ -268,7 +268,8 @@ def process_cpu() -> dict[str, float]:
             continue
         try:
             stat = Path(f"/proc/{entry}/stat").read_text()
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            # a standby process's title is its role's command line as one string
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").split()
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()

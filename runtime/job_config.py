@@ -13,6 +13,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from elasticdl.runtime import job_options
@@ -116,16 +117,24 @@ def configure_tensorflow(config: JobConfig) -> None:
     must be set before TensorFlow is imported, see runtime/keras_mode.py)."""
     from elasticdl.runtime import keras_mode
 
-    keras_mode.apply(config.keras_version)
-    with _sklearn_unimportable():
-        import tensorflow as tf
-
-        keras = keras_mode.keras()
-
+    tf = import_tensorflow(config.keras_version)
+    keras = keras_mode.keras()
     if config.intra_op_threads > 0:
         tf.config.threading.set_intra_op_parallelism_threads(config.intra_op_threads)
         tf.config.threading.set_inter_op_parallelism_threads(config.intra_op_threads)
     keras.utils.set_random_seed(config.seed)
+
+
+def import_tensorflow(mode: str) -> ModuleType:
+    """TensorFlow, imported with the Keras of `mode` (and Keras 3 without scikit-learn)."""
+    from elasticdl.runtime import keras_mode
+
+    keras_mode.apply(mode)
+    with _sklearn_unimportable():
+        import tensorflow as tf
+
+        keras_mode.keras()
+    return tf
 
 
 @contextlib.contextmanager
@@ -136,8 +145,9 @@ def _sklearn_unimportable() -> Iterator[None]:
     wrappers (`keras.wrappers.SKLearnClassifier`, ...), which a worker or parameter server
     never uses; with scipy.stats it costs 0.5 s of every job process's start (2.8 -> 2.3 s
     for TensorFlow and Keras, measured in this project's venv), paid again by every
-    relaunched worker. Only job processes do this (`configure_tensorflow`); a model zoo may
-    still import sklearn itself. A process that imported it already is left as it is."""
+    relaunched worker. Only job processes do this (`configure_tensorflow`, runtime/standby.py);
+    a model zoo may still import sklearn itself. A process that imported it already is left
+    as it is."""
     if "sklearn" in sys.modules:
         yield
         return

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ from elasticdl.runtime.master.exits import ExitKind, Role, kind_of_status
 
 if TYPE_CHECKING:
     from elasticdl.runtime.master.scaling import ScaleInbox
+    from elasticdl.runtime.master.standbys import Standbys
 
 StatusSource = Callable[[], dict[str, Any]]
 """The job's live report, for status requests that come through the platform."""
@@ -127,6 +128,22 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def job_env(
+    mode: str, extra_env: Mapping[str, str] | None = None, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment of a local job's PS and worker processes (before their TMPDIR): `base`
+    (default: this process's now) with the job's settings."""
+    return keras_mode.env_for(
+        mode,
+        {
+            **(os.environ if base is None else base),
+            "PYTHONUNBUFFERED": "1",
+            "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
+            **(extra_env or {}),
+        },
+    )
+
+
 def _keras_version(config_path: Path) -> str:
     """The job's Keras mode (job.json): its processes get it in their environment, so it is
     in force before they import TensorFlow (runtime/keras_mode.py)."""
@@ -171,21 +188,18 @@ class LocalInstanceManager(InstanceManager):
         log_dir: Path,
         host: str = "127.0.0.1",
         extra_env: dict[str, str] | None = None,
+        standbys: Standbys | None = None,
     ) -> None:
+        """`standbys`: processes that imported TensorFlow already (standbys.py), taken for
+        roles while any is left; every process then gets their base environment."""
         # Processes run in `log_dir`: relative paths would resolve against it.
         self.config_path = config_path.resolve()
         self.master_addr = master_addr
         self.log_dir = log_dir.resolve()
         self.host = host
-        self._env = keras_mode.env_for(
-            _keras_version(self.config_path),
-            {
-                **os.environ,
-                "PYTHONUNBUFFERED": "1",
-                "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
-                **(extra_env or {}),
-            },
-        )
+        base = standbys.base if standbys is not None else None
+        self._env = job_env(_keras_version(self.config_path), extra_env, base)
+        self._standbys = standbys
         self._lock = threading.Lock()
         self._running: dict[tuple[Role, int], _Process] = {}
         self._ps_ports: dict[int, int] = {}
@@ -195,18 +209,24 @@ class LocalInstanceManager(InstanceManager):
     def _spawn(self, role: Role, index: int, args: list[str]) -> None:
         log = self.log_dir / f"{role}{index}.log"
         module = f"elasticdl.runtime.{role}.main"
-        argv = [sys.executable, "-P", "-m", module, "--config", str(self.config_path), *args]
+        role_args = ["--config", str(self.config_path), *args]
+        argv = [sys.executable, "-P", "-m", module, *role_args]
         tmp = self.log_dir / "tmp" / f"{role}{index}"  # private TMPDIR, removed at shutdown
         tmp.mkdir(parents=True, exist_ok=True)
-        with log.open("ab") as out:
-            popen = subprocess.Popen(  # noqa: S603 - argv list, no shell
-                argv,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=self.log_dir,
-                env={**self._env, "TMPDIR": str(tmp)},
-            )
+        env = {**self._env, "TMPDIR": str(tmp)}
+        popen = None
+        if self._standbys is not None:
+            popen = self._standbys.take(str(role), role_args, env, self.log_dir, log)
+        if popen is None:
+            with log.open("ab") as out:
+                popen = subprocess.Popen(  # noqa: S603 - argv list, no shell
+                    argv,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    cwd=self.log_dir,
+                    env=env,
+                )
         process = _Process(role, index, popen, log)
         with self._lock:
             self._running[(role, index)] = process

@@ -86,8 +86,7 @@ def resolve(flag: str, zoo_root: Path, model_def: str, params: str) -> str:
     if flag in (keras_mode.KERAS2, keras_mode.KERAS3):
         keras_mode.check_installed(flag)
         return flag
-    path = _model_file(zoo_root, model_def)
-    source = path.read_text() if path else ""
+    source = _source(zoo_root, model_def)
     found = keras_mode.markers(source)
     error, keras2_builds = "", False
     if not found and not keras_mode.imports_keras3(source):
@@ -100,6 +99,21 @@ def resolve(flag: str, zoo_root: Path, model_def: str, params: str) -> str:
         log.info("%s: Keras 2 (tf_keras): the model file %s", model_def, why)
         keras_mode.check_installed(mode)
     return mode
+
+
+def likely(flag: str, zoo_root: Path, model_def: str) -> str:
+    """The mode `resolve` decides unless the model fails under Keras 3, without importing
+    anything: the flag, else Keras 2 for a model file with markers, else Keras 3."""
+    if flag in (keras_mode.KERAS2, keras_mode.KERAS3):
+        return flag
+    return (
+        keras_mode.KERAS2 if keras_mode.markers(_source(zoo_root, model_def)) else keras_mode.KERAS3
+    )
+
+
+def _source(zoo_root: Path, model_def: str) -> str:
+    path = _model_file(zoo_root, model_def)
+    return path.read_text() if path else ""
 
 
 def _error_in(mode: str, zoo_root: Path, model_def: str, params: str) -> str:

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import posixpath
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -64,6 +65,8 @@ from typing import Any
 
 from elasticdl.runtime.data.shards import Shard
 from elasticdl.runtime.master.task_manager import ProgressDelta, Resumed, ShardKey
+
+log = logging.getLogger("elasticdl.master")
 
 JOURNAL_NAME = "progress-journal.jsonl"
 
@@ -287,3 +290,29 @@ class ProgressJournal:
 def _protocols(fs: Any) -> tuple[str, ...]:
     protocol = fs.protocol
     return (protocol,) if isinstance(protocol, str) else tuple(protocol)
+
+
+def open_journal(
+    shards: Sequence[Shard],
+    seed: int,
+    shuffle: bool,
+    checkpoint_dir: str,
+    init_dir: str,
+    from_version: int | None,
+) -> tuple[ProgressJournal | None, Resumed]:
+    """A run's progress journal beside its checkpoints (None without `checkpoint_dir`), and,
+    when it resumes from version `from_version` of `init_dir`, what that checkpoint already
+    holds of the plan (those records are not trained again)."""
+    plan = plan_fingerprint(shards, seed, shuffle)
+    point = None
+    if init_dir and from_version is not None:
+        point = resume_point(init_dir, from_version, plan)
+        if not point.journaled:
+            log.info("no progress journal in %s: every record is trained again", init_dir)
+    if not checkpoint_dir:
+        return None, point.resumed if point else Resumed()
+    journal = ProgressJournal(checkpoint_dir)
+    resumed = journal.open_run(
+        plan, point.from_version if point else -1, point.resumed if point else None
+    )
+    return journal, resumed

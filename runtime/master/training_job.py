@@ -50,14 +50,11 @@ from elasticdl.runtime.master.live_status import status_report
 from elasticdl.runtime.master.options import TrainOptions
 from elasticdl.runtime.master.preflight import build_model_once, init_checkpoint_version
 from elasticdl.runtime.master.progress import ProgressDisplay
-from elasticdl.runtime.master.progress_journal import (
-    ProgressJournal,
-    plan_fingerprint,
-    resume_point,
-)
+from elasticdl.runtime.master.progress_journal import ProgressJournal, open_journal
 from elasticdl.runtime.master.ps_health import PSHealthMonitor
 from elasticdl.runtime.master.scaling import ScaleInbox
 from elasticdl.runtime.master.servicer import MasterServicer, serve_master
+from elasticdl.runtime.master.standbys import Standbys, for_local_job
 from elasticdl.runtime.master.status_service import status_handler
 from elasticdl.runtime.master.supervisor import (
     JobPlugin,
@@ -68,7 +65,6 @@ from elasticdl.runtime.master.supervisor import (
 )
 from elasticdl.runtime.master.task_manager import (
     JobFailed,
-    Resumed,
     TaskManager,
     TaskManagerConfig,
 )
@@ -132,6 +128,8 @@ class TrainingJob:
         self._journal: ProgressJournal | None = None
         self._callbacks = JobCallbacks()
         self._status_source: tuple[Supervisor, TaskState] | None = None
+        self._started = time.monotonic()
+        self._files: list[tuple[str, int]] = []
 
     # -- preparation ---------------------------------------------------------------------------
 
@@ -148,7 +146,7 @@ class TrainingJob:
             zoo=zoo,
         )
         self._spec = spec
-        files = count_files(o.training_data)
+        files = self._files
         shards = plan_shards(files, o.records_per_task)
         if not shards:
             raise ValueError(f"--training_data {o.training_data!r}: the files hold no records")
@@ -207,6 +205,10 @@ class TrainingJob:
             len(shards),
             o.num_epochs,
         )
+        from_version = self._resumed_from["model_version"] if self._resumed_from else None
+        self._journal, resumed = open_journal(
+            shards, o.seed, o.shuffle, checkpoint_dir, init_dir, from_version
+        )
         tasks = TaskManager(
             shards,
             TaskManagerConfig(
@@ -218,28 +220,11 @@ class TrainingJob:
                 timeout_floor_s=o.task_timeout_floor_s,
             ),
             now=time.monotonic(),
-            resumed=self._open_journal(shards, checkpoint_dir, init_dir),
+            resumed=resumed,
         )
         work = Path(o.log_dir) if o.log_dir else Path(tempfile.mkdtemp(prefix=f"{self.job_name}-"))
         work.mkdir(parents=True, exist_ok=True)
         return config, tasks, sample, work
-
-    def _open_journal(self, shards: list[Any], checkpoint_dir: str, init_dir: str) -> Resumed:
-        """Start this run's progress journal beside the checkpoints; when resuming, what the
-        checkpoint already holds of the plan (those records are not trained again)."""
-        o = self.options
-        plan = plan_fingerprint(shards, o.seed, o.shuffle)
-        point = None
-        if init_dir and self._resumed_from is not None:
-            point = resume_point(init_dir, self._resumed_from["model_version"], plan)
-            if not point.journaled:
-                log.info("no progress journal in %s: every record is trained again", init_dir)
-        if not checkpoint_dir:
-            return point.resumed if point else Resumed()
-        self._journal = ProgressJournal(checkpoint_dir)
-        return self._journal.open_run(
-            plan, point.from_version if point else -1, point.resumed if point else None
-        )
 
     # -- the job -------------------------------------------------------------------------------
 
@@ -249,9 +234,21 @@ class TrainingJob:
         The master runs in the job's Keras mode: here, or in a child process when this one
         imported TensorFlow with the other Keras (keras_switch.py)."""
         o = self.options
-        mode = keras_switch.resolve(
-            o.keras_version, resolve_zoo(o.model_zoo).root, o.model_def, o.params or ""
-        )
+        self._started = time.monotonic()
+        local = self._manager_factory is LocalInstanceManager
+        zoo_root = resolve_zoo(o.model_zoo).root
+        likely = keras_switch.likely(o.keras_version, zoo_root, o.model_def)
+        standbys = for_local_job(o.num_ps + o.num_workers, likely) if local else None
+        try:
+            return self._run(zoo_root, standbys)
+        finally:
+            if standbys is not None:
+                standbys.close()
+
+    def _run(self, zoo_root: Path, standbys: Standbys | None) -> JobResult:
+        o = self.options
+        self._files = count_files(o.training_data)  # bad data fails before TensorFlow loads
+        mode = keras_switch.resolve(o.keras_version, zoo_root, o.model_def, o.params or "")
         o.keras_version = mode
         if not keras_switch.ensure(mode):
             if self._manager_factory is not LocalInstanceManager:
@@ -271,7 +268,10 @@ class TrainingJob:
         )
         master_addr = host_port(self.options.master_host, port)
         try:
-            manager = self._manager_factory(config_path, master_addr, work)
+            if standbys is not None:
+                manager = LocalInstanceManager(config_path, master_addr, work, standbys=standbys)
+            else:
+                manager = self._manager_factory(config_path, master_addr, work)
         except BaseException:
             server.stop(grace=None)
             raise
@@ -313,6 +313,8 @@ class TrainingJob:
         try:
             with stop_on_signals(supervisor):
                 supervisor.start()
+                if standbys is not None:
+                    standbys.close()
                 from elasticdl.runtime.ps.client import PSClient
 
                 self.ps_addrs = supervisor.ps_addrs
@@ -453,6 +455,7 @@ class TrainingJob:
             seconds,
         )
         shared["throughput"]["training_seconds"] = shared["throughput"]["seconds"]
+        shared["throughput"]["preparing_seconds"] = round(supervisor.t0 - self._started, 3)
         evaluated = views.evaluation_section(self.events)
         return {
             "job_name": self.job_name,

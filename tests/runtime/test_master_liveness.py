@@ -57,7 +57,7 @@ def _processes_of(config: Path) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if str(config).encode() in cmdline and state != "Z":
+        if str(config).encode() in b" ".join(cmdline) and state != "Z":
             found.append(int(entry.name))
     return found
 

@@ -120,7 +120,7 @@ def _add_zoo_commands(commands: argparse._SubParsersAction) -> None:
     add_zoo_init_and_package(sub)
 
 
-def _add_train_command(commands: argparse._SubParsersAction) -> None:
+def _add_train_command(commands: argparse._SubParsersAction, argo: bool = True) -> None:
     from elasticdl.train_command import add_train_arguments
 
     train = commands.add_parser(
@@ -132,10 +132,12 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
         "that push gradients to parameter servers; workers may die or join at any time.",
     )
     add_train_arguments(train)
-    from elasticdl.argo_engine import add_argo_arguments
+    train.set_defaults(argo_flags=argo)
+    if argo:
+        from elasticdl.argo_engine import add_argo_arguments
 
-    add_argo_arguments(train, "train")
-    _tuck_away_argo(train, job_options.TRAIN)
+        add_argo_arguments(train, "train")
+        _tuck_away_argo(train, job_options.TRAIN)
 
 
 _ARGO_GROUP = "Argo Workflows (with --engine argo)"
@@ -153,7 +155,7 @@ def _tuck_away_argo(parser: argparse.ArgumentParser, table: tuple[Any, ...]) -> 
     )
 
 
-def _add_inference_commands(commands: argparse._SubParsersAction) -> None:
+def _add_inference_commands(commands: argparse._SubParsersAction, argo: bool = True) -> None:
     from elasticdl.predict_command import add_inference_arguments
 
     predict = commands.add_parser(
@@ -165,10 +167,12 @@ def _add_inference_commands(commands: argparse._SubParsersAction) -> None:
         "one output part per range; every input record yields exactly one output row.",
     )
     add_inference_arguments(predict, "predict")
-    from elasticdl.argo_engine import add_argo_arguments
+    predict.set_defaults(argo_flags=argo)
+    if argo:
+        from elasticdl.argo_engine import add_argo_arguments
 
-    add_argo_arguments(predict, "predict")
-    _tuck_away_argo(predict, job_options.PREDICT)
+        add_argo_arguments(predict, "predict")
+        _tuck_away_argo(predict, job_options.PREDICT)
     evaluate = commands.add_parser(
         "evaluate",
         help="compute a trained model's evaluation metrics on labelled data",
@@ -216,7 +220,45 @@ def _add_sql_command(commands: argparse._SubParsersAction) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_render_commands(commands: argparse._SubParsersAction) -> None:
+    from elasticdl.render_command import add_lint_command, add_render_command
+
+    add_render_command(commands)
+    add_lint_command(commands)
+
+
+def _add_scale_command(commands: argparse._SubParsersAction) -> None:
+    from elasticdl.scale_command import add_scale_command
+
+    add_scale_command(commands)
+
+
+def _add_status_command(commands: argparse._SubParsersAction) -> None:
+    from elasticdl.status_command import add_status_command
+
+    add_status_command(commands)
+
+
+_COMMANDS: dict[str, Any] = {
+    "train": _add_train_command,
+    "predict": _add_inference_commands,
+    "evaluate": _add_inference_commands,
+    "sql": _add_sql_command,
+    "render": _add_render_commands,
+    "lint": _add_render_commands,
+    "scale": _add_scale_command,
+    "status": _add_status_command,
+    "data": _add_data_commands,
+    "zoo": _add_zoo_commands,
+}
+"""Each command and what adds its parser (one may add two)."""
+_TAKES_ARGO = frozenset({_add_train_command, _add_inference_commands})
+
+
+def build_parser(command: str | None = None, argo: bool = True) -> argparse.ArgumentParser:
+    """The `elasticdl` parser: every command, or only `command` (the others' imports cost
+    ~0.6 s: hera, the Kubernetes models); `argo=False` leaves out train's and predict's Argo
+    flags (`argo_flags` False in what it parses)."""
     parser = argparse.ArgumentParser(
         prog="elasticdl",
         description="Elastic, fault-tolerant training and prediction for Keras models.",
@@ -229,25 +271,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="logging verbosity (debug also prints tracebacks of errors)",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _add_train_command(commands)
-    _add_inference_commands(commands)
-    _add_sql_command(commands)
-    from elasticdl.render_command import add_lint_command, add_render_command
-
-    add_render_command(commands)
-    add_lint_command(commands)
-    from elasticdl.scale_command import add_scale_command
-
-    add_scale_command(commands)
-    from elasticdl.status_command import add_status_command
-
-    add_status_command(commands)
-    _add_data_commands(commands)
-    _add_zoo_commands(commands)
+    adders = (
+        [_COMMANDS[command]] if command in _COMMANDS else list(dict.fromkeys(_COMMANDS.values()))
+    )
+    for add in adders:
+        if add in _TAKES_ARGO:
+            add(commands, argo)
+        else:
+            add(commands)
     from elasticdl.help_format import use_defaults_formatter
 
     use_defaults_formatter(parser)
     return parser
+
+
+def _parse(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, Any, list[str]]:
+    """(parser, args, extra): with the lean parser of the command the arguments name when
+    they ask for no help and nothing of Argo, else (or when it leaves arguments unknown) with
+    the whole one, which also says what is wrong."""
+    tokens = list(sys.argv[1:] if argv is None else argv)
+    command = next((t for t in tokens if t in _COMMANDS), None)
+    wants_all = any(t.startswith(("-h", "--help")) or "argo" in t for t in tokens)
+    if command is not None and not wants_all:
+        parser = build_parser(command, argo=False)
+        args, extra = parser.parse_known_args(tokens)
+        if not extra:
+            return parser, args, extra
+    parser = build_parser()
+    args, extra = parser.parse_known_args(tokens)
+    return parser, args, extra
 
 
 def _run_data(args: argparse.Namespace) -> None:
@@ -305,7 +357,7 @@ def _run_train(args: argparse.Namespace) -> int:
 
     if args.engine == "argo":
         return submit_train(args)
-    extra = argo_only_flags(args, "train")
+    extra = argo_only_flags(args, "train") if args.argo_flags else []
     if extra:
         raise ValueError(f"{', '.join(extra)}: only with --engine argo")
     result = run_training(args)
@@ -330,7 +382,7 @@ def _run_inference(args: argparse.Namespace) -> int:
 
         if args.engine == "argo":
             return submit_predict(args)
-        extra = argo_only_flags(args, "predict")
+        extra = argo_only_flags(args, "predict") if args.argo_flags else []
         if extra:
             raise ValueError(f"{', '.join(extra)}: only with --engine argo")
     result = run_inference(args, args.command)
@@ -391,8 +443,7 @@ def _run_sql(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `elasticdl` console script; returns the exit status."""
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    parser, args, extra = _parse(argv)
     if extra and not (args.command == "sql" and args.engine == "argo"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(

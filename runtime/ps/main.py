@@ -100,4 +100,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from elasticdl.runtime.process_guard import exit_process
+
+    exit_process(main())

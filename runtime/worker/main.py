@@ -315,4 +315,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from elasticdl.runtime.process_guard import exit_process
+
+    exit_process(main())

@@ -11,7 +11,8 @@ scikit-learn, as `configure_tensorflow` does), then reads one JSON line from std
     {"role": "ps" | "worker", "argv": [...], "env": {...}, "cwd": "...", "log": "..."}
 
 and becomes that process: stdout and stderr appended to `log`, in `cwd`, running
-`elasticdl.runtime.<role>.main` with `argv`; its exit status is that main's. The pid does not
+`elasticdl.runtime.<role>.main` with `argv` as `python -m` does (that module is `__main__`);
+its exit status is that main's. The pid does not
 change, so the launcher's signals and exit statuses mean what they meant, and its command line
 (`ps`, /proc/PID/cmdline) becomes the role's, as one string. `env` must be the environment it
 started with, but for TMPDIR (nothing reads it while importing; it takes `env`'s): the
@@ -96,7 +97,7 @@ def _become(handoff: dict[str, Any], imported: bool, started: dict[str, str]) ->
             os.environ[key] = env[key]
         else:
             os.environ.pop(key, None)
-    import importlib
+    import runpy
     import tempfile
 
     import setproctitle
@@ -104,7 +105,9 @@ def _become(handoff: dict[str, Any], imported: bool, started: dict[str, str]) ->
     setproctitle.setproctitle(" ".join(role_command(role, argv)))  # what ps shows
     tempfile.tempdir = None  # TMPDIR is read again
     sys.argv = [ROLES[role], *argv]
-    return int(importlib.import_module(ROLES[role]).main(argv) or 0)
+    # As `python -m`: the role's module is __main__, and its __main__ block ends the process.
+    runpy.run_module(ROLES[role], run_name="__main__", alter_sys=True)
+    return 0
 
 
 def main() -> int:
@@ -125,4 +128,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from elasticdl.runtime.process_guard import exit_process
+
+    exit_process(main())

@@ -193,7 +193,7 @@ def test_the_step_parser_reads_what_the_local_engine_passes(tmp_path):
         {"model_def": "m", "output": str(tmp_path / "o"), "data": "/nonexistent/*.recordio"},
         work_dir=str(tmp_path / "w"),
     )
-    assert run.status == "failed" and "must be MODULE.SYMBOL" in run.error
+    assert run.status == "failed" and "no data file matches" in run.error
     argv = run.step("train").argv
     args = step_parser(pipeline.step("train")).parse_args(argv)
     assert args.loss is None and args.use_async is None and args.task_timeout_floor_s == 15.0

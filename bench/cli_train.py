@@ -70,10 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     data = bench.make_data(case, root, records)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "GRPC_VERBOSITY": "ERROR"}
     job = [
-        *("train", "--model_def", case.model_def, "--params", case.params),
+        *("--log_level", "warning", "train", "--model_def", case.model_def),
+        *("--params", case.params),
         *("--data", str(data), "--num_workers", str(args.workers), "--num_ps", "1"),
         *("--minibatch_size", str(case.batch), "--num_epochs", "1", "--use_async", "true"),
-        *("--records_per_task", str(case.records_per_task), "--log_level", "warning"),
+        *("--records_per_task", str(case.records_per_task)),
     ]
     keras_spec = {"case": "dnn", "data": str(data), "threads": 0, "epochs": 1}
     commands = {

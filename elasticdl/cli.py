@@ -443,6 +443,9 @@ def _run_sql(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `elasticdl` console script; returns the exit status."""
+    from elasticdl.runtime import keras_mode
+
+    keras_mode.mark_own_process()
     parser, args, extra = _parse(argv)
     if extra and not (args.command == "sql" and args.engine == "argo"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

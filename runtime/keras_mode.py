@@ -130,6 +130,21 @@ def tensorflow_imported() -> bool:
     return "tensorflow" in sys.modules
 
 
+_own_process = False
+
+
+def mark_own_process() -> None:
+    """This process runs elasticdl's command, not a program of the user's: the master may
+    import Keras without scikit-learn here, as job processes do (job_config.import_tensorflow;
+    in a program of the user's, Keras's scikit-learn wrappers would then not work)."""
+    global _own_process
+    _own_process = True
+
+
+def own_process() -> bool:
+    return _own_process
+
+
 def env_for(mode: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """`base` (default: this environment) with the variable that selects `mode`."""
     env = dict(os.environ if base is None else base)

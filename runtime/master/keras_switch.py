@@ -229,6 +229,7 @@ def _run_job(kind: str, options_path: str, result_path: str) -> int:
 
 def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s: %(message)s")
+    keras_mode.mark_own_process()
     if argv[:1] == ["probe"] and len(argv) == 4:
         error = _build_error(Path(argv[1]), argv[2], argv[3])
         if error:

@@ -31,3 +31,38 @@ def test_a_job_process_starts_without_scikit_learn_and_can_still_import_it():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["False", "False", "type"]
+
+
+MASTER = """
+import sys
+{mark}
+from elasticdl.runtime.master.options import TrainOptions
+from elasticdl.runtime.master.training_job import TrainingJob
+options = TrainOptions(model_def="regressor.DNN", training_data={data!r}, output={out!r},
+                       params="no_such_param=1")
+try:
+    TrainingJob(options).run()
+except ValueError as error:
+    print("refused:", "no_such_param" in str(error))
+print("sklearn" in sys.modules)
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sklearn") is None, reason="needs scikit-learn")
+@pytest.mark.parametrize(
+    ("mark", "sklearn"),
+    [
+        ("from elasticdl.runtime import keras_mode; keras_mode.mark_own_process()", "False"),
+        ("", "True"),  # a program of the user's: Keras as it imports itself
+    ],
+)
+def test_the_command_line_master_imports_keras_without_scikit_learn(tmp_path, mark, sklearn):
+    from elasticdl.runtime.data import generate
+
+    generate.generate("regression", str(tmp_path / "data"), 8)
+    program = MASTER.format(mark=mark, data=str(tmp_path / "data"), out=str(tmp_path / "out"))
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", program], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[-3:-1] == ["refused: True", sklearn], done.stdout

@@ -51,6 +51,7 @@ from elasticdl.runtime.master.events import EventLog, JobStopped
 from elasticdl.runtime.master.instances import InstanceManager, LocalInstanceManager, Role
 from elasticdl.runtime.master.options import InferenceOptions
 from elasticdl.runtime.master.servicer import MasterServicer, serve_master
+from elasticdl.runtime.master.standbys import Standbys, instance_manager, job_start
 from elasticdl.runtime.master.supervisor import (
     JobPlugin,
     StopRequested,
@@ -108,21 +109,19 @@ class InferenceJob:
         self.job_name = options.job_name or f"{options.job_type}-{uuid.uuid4().hex[:8]}"
         self.events = EventLog()
         self._keras = keras_mode.current()
+        self._started = time.monotonic()
+        self._counted: list[tuple[str, int]] = []
 
     # -- preparation ---------------------------------------------------------------------------
 
-    def _keras_version(self) -> str:
-        """The Keras mode of the trained model's file (as its training job decided it)."""
+    def _model_file(self) -> tuple[Path, Any]:
+        """The root of the trained model's zoo, and its TrainedModel message."""
         o = self.options
         trained = _trained_message(o.trained_model)
         zoo_url = o.model_zoo or trained.model_zoo or None
         if zoo_url and trained.model_zoo_commit and not o.model_zoo and "@" not in zoo_url:
             zoo_url = f"{zoo_url}@{trained.model_zoo_commit}"
-        root = resolve_zoo(zoo_url).root
-        self._keras = keras_switch.resolve(
-            "auto", root, trained.model_def, trained.model_def_params
-        )
-        return self._keras
+        return resolve_zoo(zoo_url).root, trained
 
     def _prepare(self) -> tuple[JobConfig, list[Shard], dict[str, Any], Path]:
         o = self.options
@@ -135,7 +134,7 @@ class InferenceJob:
         zoo = resolve_zoo(zoo_url)
         flags = _trained_flags(trained, zoo)
         spec = load_model_spec(trained.model_def, params=trained.model_def_params, zoo=zoo, **flags)
-        counted = count_files(o.data)
+        counted = self._counted
         shards = plan_shards(counted, o.records_per_task)
         if not shards:
             raise ValueError(f"--data {o.data!r}: the files hold no records")
@@ -228,7 +227,21 @@ class InferenceJob:
         The master runs in the Keras mode the model file needs: here, or in a child process
         when this one imported TensorFlow with the other Keras (keras_switch.py)."""
         o = self.options
-        if not keras_switch.ensure(self._keras_version()):
+        self._started = time.monotonic()
+        root, trained = self._model_file()
+        likely = keras_switch.likely("auto", root, trained.model_def)
+        local = self._manager_factory is LocalInstanceManager
+        with job_start(local, o.num_workers, likely) as standbys:
+            return self._run(root, trained, standbys)
+
+    def _run(self, root: Path, trained: Any, standbys: Standbys | None) -> InferenceResult:
+        o = self.options
+        self._counted = count_files(o.data)  # data that is not there: before TensorFlow loads
+        # The Keras mode of the trained model's file (as its training job decided it).
+        self._keras = keras_switch.resolve(
+            "auto", root, trained.model_def, trained.model_def_params
+        )
+        if not keras_switch.ensure(self._keras):
             if self._manager_factory is not LocalInstanceManager:
                 raise keras_switch.cannot_switch(self._keras)
             child = dataclasses.replace(o, job_name=self.job_name)
@@ -260,7 +273,9 @@ class InferenceJob:
         server, port = serve_master(servicer, o.master_host, o.master_port, credentials)
         master_addr = host_port(o.master_host, port)
         try:
-            manager = self._manager_factory(config_path, master_addr, work)
+            manager = instance_manager(
+                self._manager_factory, standbys, config_path, master_addr, work
+            )
         except BaseException:
             server.stop(grace=None)
             if config.prediction_dir:
@@ -286,6 +301,8 @@ class InferenceJob:
         try:
             with stop_on_signals(supervisor):
                 supervisor.start()
+                if standbys is not None:
+                    standbys.close()
                 supervisor.watch()
             seconds = time.monotonic() - supervisor.t0
             if task_type is TaskType.EVALUATION:
@@ -400,6 +417,7 @@ class InferenceJob:
             "seconds": round(seconds, 3),
             "metrics": {},
         }
+        report["throughput"]["preparing_seconds"] = round(supervisor.t0 - self._started, 3)
         if o.job_type == "predict":
             report["records"]["written"] = rows_written
             report["output_format"] = o.output_format

@@ -17,16 +17,18 @@ the rest (they hold nothing but their imports).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from elasticdl.runtime import keras_mode
-from elasticdl.runtime.master.instances import job_env
+from elasticdl.runtime.job_config import import_tensorflow
+from elasticdl.runtime.master.instances import InstanceManager, LocalInstanceManager, job_env
 
 log = logging.getLogger("elasticdl.master")
 
@@ -99,3 +101,32 @@ def for_local_job(num_processes: int, mode: str) -> Standbys | None:
     if keras_mode.tensorflow_imported() or count <= 0:
         return None
     return Standbys(count, mode, os.environ)
+
+
+@contextlib.contextmanager
+def job_start(local: bool, num_processes: int, mode: str) -> Iterator[Standbys | None]:
+    """What a job's master does first, for the length of its run: standbys for a local job
+    (`for_local_job`), then, in elasticdl's own process, its TensorFlow import in `mode`
+    without scikit-learn (keras_mode.mark_own_process; 0.5 s). The standbys are ended with
+    the run (those taken are the job's processes by then)."""
+    standbys = for_local_job(num_processes, mode) if local else None
+    try:
+        if keras_mode.own_process() and not keras_mode.tensorflow_imported():
+            import_tensorflow(mode)
+        yield standbys
+    finally:
+        if standbys is not None:
+            standbys.close()
+
+
+def instance_manager(
+    factory: Callable[[Path, str, Path], InstanceManager],
+    standbys: Standbys | None,
+    config_path: Path,
+    master_addr: str,
+    log_dir: Path,
+) -> InstanceManager:
+    """The job's instance manager: local processes that take the standbys first, if any."""
+    if standbys is not None:
+        return LocalInstanceManager(config_path, master_addr, log_dir, standbys=standbys)
+    return factory(config_path, master_addr, log_dir)

@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from elasticdl.runtime import auth, keras_mode
+from elasticdl.runtime import auth
 from elasticdl.runtime.callbacks import CallbackError, EarlyStopper, JobCallbacks
 from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import plan_shards
-from elasticdl.runtime.job_config import JobConfig, host_port, import_tensorflow
+from elasticdl.runtime.job_config import JobConfig, host_port
 from elasticdl.runtime.master import keras_switch
 from elasticdl.runtime.master import report as views
 from elasticdl.runtime.master.bounds import job_bound
@@ -54,7 +54,7 @@ from elasticdl.runtime.master.progress_journal import ProgressJournal, open_jour
 from elasticdl.runtime.master.ps_health import PSHealthMonitor
 from elasticdl.runtime.master.scaling import ScaleInbox
 from elasticdl.runtime.master.servicer import MasterServicer, serve_master
-from elasticdl.runtime.master.standbys import Standbys, for_local_job
+from elasticdl.runtime.master.standbys import Standbys, instance_manager, job_start
 from elasticdl.runtime.master.status_service import status_handler
 from elasticdl.runtime.master.supervisor import (
     JobPlugin,
@@ -238,14 +238,8 @@ class TrainingJob:
         local = self._manager_factory is LocalInstanceManager
         zoo_root = resolve_zoo(o.model_zoo).root
         likely = keras_switch.likely(o.keras_version, zoo_root, o.model_def)
-        standbys = for_local_job(o.num_ps + o.num_workers, likely) if local else None
-        try:
-            if keras_mode.own_process() and not keras_mode.tensorflow_imported():
-                import_tensorflow(likely)  # without scikit-learn: 0.5 s less before the job
+        with job_start(local, o.num_ps + o.num_workers, likely) as standbys:
             return self._run(zoo_root, standbys)
-        finally:
-            if standbys is not None:
-                standbys.close()
 
     def _run(self, zoo_root: Path, standbys: Standbys | None) -> JobResult:
         o = self.options
@@ -270,10 +264,9 @@ class TrainingJob:
         )
         master_addr = host_port(self.options.master_host, port)
         try:
-            if standbys is not None:
-                manager = LocalInstanceManager(config_path, master_addr, work, standbys=standbys)
-            else:
-                manager = self._manager_factory(config_path, master_addr, work)
+            manager = instance_manager(
+                self._manager_factory, standbys, config_path, master_addr, work
+            )
         except BaseException:
             server.stop(grace=None)
             raise

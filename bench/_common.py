@@ -72,3 +72,10 @@ def load_train_overhead() -> ModuleType:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def print_results(results: list[tuple[str, float, str]]) -> None:
+    """The closing `RESULT <name> <value> target=<target>` lines, after a blank line."""
+    print()
+    for name, value, target in results:
+        print(f"RESULT {name} {value:.4g} target={target}")

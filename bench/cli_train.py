@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import load_train_overhead, runtime_revision, wait_quiet  # noqa: E402
+from _common import load_train_overhead, print_results, runtime_revision, wait_quiet  # noqa: E402
 
 _NO_STANDBYS = (
     "import sys, tensorflow; from elasticdl.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -125,9 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, pairs in phases.items():
         results.append((f"{name}_preparing_s", statistics.median(p for p, _ in pairs), "none"))
         results.append((f"{name}_report_seconds", statistics.median(t for _, t in pairs), "none"))
-    print()
-    for name, value, target in results:
-        print(f"RESULT {name} {value:.4g} target={target}")
+    print_results(results)
     return 0
 
 

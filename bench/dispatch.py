@@ -44,7 +44,7 @@ from elasticdl.proto import elasticdl_pb2_grpc  # noqa: E402
 from elasticdl.runtime.job_config import GRPC_OPTIONS  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine_busy_s, runtime_revision, wait_quiet  # noqa: E402
+from _common import machine_busy_s, print_results, runtime_revision, wait_quiet  # noqa: E402
 
 TASKS_PER_EPOCH = 10_000
 EPOCHS = 100_000
@@ -343,9 +343,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append((f"{kind}_clients_cpu_us_per_round_trip", cpu, "none"))
     others = statistics.median(r["others_cores_busy"] for rs in runs.values() for r in rs)
     results.append(("other_processes_cpu_cores_busy", others, "none"))
-    print()
-    for name, value, target in results:
-        print(f"RESULT {name} {value:.4g} target={target}")
+    print_results(results)
     return 0
 
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import load_train_overhead, loadavg, runtime_revision  # noqa: E402
+from _common import load_train_overhead, loadavg, print_results, runtime_revision  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
@@ -190,9 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(f"load average at the end {loadavg()}")
     tmp.cleanup()
-    print()
-    for name, value, target in results:
-        print(f"RESULT {name} {value:.4g} target={target}")
+    print_results(results)
     return 0
 
 

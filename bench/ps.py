@@ -44,7 +44,7 @@ import grpc  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import CLOCK_TICK, machine_busy_s, runtime_revision, wait_quiet  # noqa: E402
+from _common import CLOCK_TICK, machine_busy_s, print_results, runtime_revision, wait_quiet  # noqa: E402
 
 ECHO_METHOD = "/bench.Echo/Echo"
 MODEL_DEF = "mnist.mnist_functional_api.custom_model"
@@ -346,9 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         ("echo_server_page_faults_per_round_trip", usage["echo"][1] / n, "none"),
         ("other_processes_cores_busy", others, "none"),
     ]
-    print()
-    for name, value, target in results:
-        print(f"RESULT {name} {value:.4g} target={target}")
+    print_results(results)
     return 0
 
 

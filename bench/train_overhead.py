@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import CLOCK_TICK, machine_busy_s, runtime_revision, wait_quiet  # noqa: E402
+from _common import CLOCK_TICK, machine_busy_s, print_results, runtime_revision, wait_quiet  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
@@ -813,9 +813,7 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     tmp.cleanup()
-    print()
-    for name, value, target in results:
-        print(f"RESULT {name} {value:.4g} target={target}")
+    print_results(results)
     return 0
 
 

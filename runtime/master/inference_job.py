@@ -231,12 +231,12 @@ class InferenceJob:
         root, trained = self._model_file()
         likely = keras_switch.likely("auto", root, trained.model_def)
         local = self._manager_factory is LocalInstanceManager
+        self._counted = count_files(o.data)  # data that is not there: before anything starts
         with job_start(local, o.num_workers, likely) as standbys:
             return self._run(root, trained, standbys)
 
     def _run(self, root: Path, trained: Any, standbys: Standbys | None) -> InferenceResult:
         o = self.options
-        self._counted = count_files(o.data)  # data that is not there: before TensorFlow loads
         # The Keras mode of the trained model's file (as its training job decided it).
         self._keras = keras_switch.resolve(
             "auto", root, trained.model_def, trained.model_def_params

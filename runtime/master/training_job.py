@@ -238,12 +238,12 @@ class TrainingJob:
         local = self._manager_factory is LocalInstanceManager
         zoo_root = resolve_zoo(o.model_zoo).root
         likely = keras_switch.likely(o.keras_version, zoo_root, o.model_def)
+        self._files = count_files(o.training_data)  # bad data fails before anything starts
         with job_start(local, o.num_ps + o.num_workers, likely) as standbys:
             return self._run(zoo_root, standbys)
 
     def _run(self, zoo_root: Path, standbys: Standbys | None) -> JobResult:
         o = self.options
-        self._files = count_files(o.training_data)  # bad data fails before TensorFlow loads
         mode = keras_switch.resolve(o.keras_version, zoo_root, o.model_def, o.params or "")
         o.keras_version = mode
         if not keras_switch.ensure(mode):

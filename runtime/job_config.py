@@ -145,7 +145,8 @@ def _sklearn_unimportable() -> Iterator[None]:
     wrappers (`keras.wrappers.SKLearnClassifier`, ...), which a worker or parameter server
     never uses; with scipy.stats it costs 0.5 s of every job process's start (2.8 -> 2.3 s
     for TensorFlow and Keras, measured in this project's venv), paid again by every
-    relaunched worker. Only job processes do this (`configure_tensorflow`, runtime/standby.py);
+    relaunched worker. Only elasticdl's own processes do this (job processes:
+    `configure_tensorflow`, runtime/standby.py; the command's master: keras_mode.own_process);
     a model zoo may still import sklearn itself. A process that imported it already is left
     as it is."""
     if "sklearn" in sys.modules:

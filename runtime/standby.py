@@ -12,9 +12,9 @@ scikit-learn, as `configure_tensorflow` does), then reads one JSON line from std
 
 and becomes that process: stdout and stderr appended to `log`, in `cwd`, running
 `elasticdl.runtime.<role>.main` with `argv` as `python -m` does (that module is `__main__`);
-its exit status is that main's. The pid does not
-change, so the launcher's signals and exit statuses mean what they meant, and its command line
-(`ps`, /proc/PID/cmdline) becomes the role's, as one string. `env` must be the environment it
+its exit status is that main's. The pid does not change, so the launcher's signals and exit
+statuses mean what they meant, and its command line (`ps`, /proc/PID/cmdline) becomes the
+role's, as one string. `env` must be the environment it
 started with, but for TMPDIR (nothing reads it while importing; it takes `env`'s): the
 launcher gives a standby and its role the environment the job started with (not the master's
 later one, where its own imports set variables: TensorFlow's TF2_BEHAVIOR, scikit-learn's

@@ -97,7 +97,8 @@ def test_a_local_command_parses_without_the_argo_flags_and_their_imports(tmp_pat
     code = (
         "import sys; from elasticdl.cli import main; "
         f"code = main({local!r}); "
-        "print(code, sorted({m.split('.')[0] for m in sys.modules} & {'hera', 'kubernetes', 'tensorflow'}))"
+        "heavy = {'hera', 'kubernetes', 'tensorflow'}; "
+        "print(code, sorted({m.split('.')[0] for m in sys.modules} & heavy))"
     )
     done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True)
     assert done.stdout.split("\n")[-2] == "2 []", done.stdout + done.stderr

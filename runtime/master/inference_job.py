@@ -244,6 +244,8 @@ class InferenceJob:
         if not keras_switch.ensure(self._keras):
             if self._manager_factory is not LocalInstanceManager:
                 raise keras_switch.cannot_switch(self._keras)
+            if standbys is not None:
+                standbys.close()  # in the other Keras: the child master starts its own
             child = dataclasses.replace(o, job_name=self.job_name)
             return keras_switch.run_elsewhere(o.job_type, child, self._keras)
         config, shards, facts, work = self._prepare()

@@ -5,10 +5,10 @@ A local job's master imports TensorFlow and Keras to check the model (1.9 s alon
 project's 2-core machine), and each process it then starts imports them again before it can
 serve or train. Started first, the job's processes import beside the master: for a 1-PS,
 1-worker job the three imports take ~2.6 s together instead of 1.9 + 1.7 s in turn (two cores),
-and `elasticdl train` of regressor.DNN on 32,768 records takes 8.3-8.5 s instead of 9.3-9.9 s.
-The price: an error the master finds only by importing the model (bad params, say) comes
-~1 s later (3.8 -> 5.0 s), its import sharing the cores; data that is not there is still
-found before any import (training_job.py).
+and `elasticdl train` of regressor.DNN on 32,768 records took 8.3-8.5 s instead of 9.3-9.9 s.
+The price: the master's own import shares the cores, so an error found only by importing the
+model (bad params, say) came ~1 s later (3.8 -> 5.0 s; the lean import of `job_start` took
+it back to 3.9 s). Data that is not there is refused before any of this (training_job.py).
 
 `Standbys.take` hands a waiting process its role; it returns None when none is left (or the one
 it tried had died), and the launcher then starts the role's process as before. `close` ends
@@ -97,7 +97,8 @@ def for_local_job(num_processes: int, mode: str) -> Standbys | None:
     with 2, 9.8-10.1 s with 3). None when this process imported TensorFlow already (nothing
     of the master's for them to overlap: started then, they would only move their import out
     of the job's timed run)."""
-    count = min(num_processes, len(os.sched_getaffinity(0)))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    count = min(num_processes, cores or 1)
     if keras_mode.tensorflow_imported() or count <= 0:
         return None
     return Standbys(count, mode, os.environ)

@@ -249,6 +249,8 @@ class TrainingJob:
         if not keras_switch.ensure(mode):
             if self._manager_factory is not LocalInstanceManager:
                 raise keras_switch.cannot_switch(mode)
+            if standbys is not None:
+                standbys.close()  # in the other Keras: the child master starts its own
             child = dataclasses.replace(o, job_name=self.job_name)
             return keras_switch.run_elsewhere("train", child, mode)
         config, task_manager, sample, work = self._prepare()

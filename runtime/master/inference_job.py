@@ -69,7 +69,7 @@ from elasticdl.runtime.master.task_state import TaskState
 from elasticdl.runtime.model_spec import load_model_spec
 from elasticdl.runtime.outputs import check_output
 from elasticdl.runtime.trained_model import TrainedModelError, read_trained_model
-from elasticdl.runtime.zoo_source import resolve_zoo
+from elasticdl.runtime.zoo_source import ZooSource, resolve_zoo
 
 log = logging.getLogger("elasticdl.master")
 
@@ -116,22 +116,24 @@ class InferenceJob:
 
     def _model_file(self) -> tuple[Path, Any]:
         """The root of the trained model's zoo, and its TrainedModel message."""
+        trained = _trained_message(self.options.trained_model)
+        return self._zoo_of(trained).root, trained
+
+    def _zoo_of(self, trained: Any) -> ZooSource:
+        """The zoo of a TrainedModel: --model_zoo, else the one it was trained from, at the
+        commit it was trained at."""
         o = self.options
-        trained = _trained_message(o.trained_model)
         zoo_url = o.model_zoo or trained.model_zoo or None
         if zoo_url and trained.model_zoo_commit and not o.model_zoo and "@" not in zoo_url:
             zoo_url = f"{zoo_url}@{trained.model_zoo_commit}"
-        return resolve_zoo(zoo_url).root, trained
+        return resolve_zoo(zoo_url)
 
     def _prepare(self) -> tuple[JobConfig, list[Shard], dict[str, Any], Path]:
         o = self.options
         files = read_trained_model(o.trained_model)
         trained_url = _absolute(o.trained_model)
         trained = files.trained
-        zoo_url = o.model_zoo or trained.model_zoo or None
-        if zoo_url and trained.model_zoo_commit and not o.model_zoo and "@" not in zoo_url:
-            zoo_url = f"{zoo_url}@{trained.model_zoo_commit}"
-        zoo = resolve_zoo(zoo_url)
+        zoo = self._zoo_of(trained)
         flags = _trained_flags(trained, zoo)
         spec = load_model_spec(trained.model_def, params=trained.model_def_params, zoo=zoo, **flags)
         counted = self._counted

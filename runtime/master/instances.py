@@ -216,6 +216,7 @@ class LocalInstanceManager(InstanceManager):
         env = {**self._env, "TMPDIR": str(tmp)}
         popen = None
         if self._standbys is not None:
+            log.touch()  # here, as for a fresh process: a log that cannot be made fails here
             popen = self._standbys.take(str(role), role_args, env, self.log_dir, log)
         if popen is None:
             with log.open("ab") as out:

@@ -15,10 +15,9 @@ request bytes, the PS's server options and thread pool size) gets one call per r
 carrying the same number of bytes up and down, on a channel with the same options as
 `PSClient`'s. Blocks of round trips alternate between the two so both see the same machine.
 
-Also printed: a breakdown of one PS round trip measured in this process with the same code
-(client request building and response decoding, protobuf serialization and parsing, and the
-servicer's handlers called directly on a second `Parameters` store), the rest being gRPC
-transport and scheduling.
+Also printed: a breakdown of one one-call round trip measured in this process with the code
+the runtime uses (runtime/ps/wire.py's serialization and parsing on both sides, the push
+applied by a second `Parameters` store), the rest being gRPC transport and scheduling.
 
 Prints one `RESULT <name> <value> target=<target>` line per figure at the end.
 """
@@ -127,12 +126,13 @@ def timed(fn: Callable[[], Any], n: int) -> list[float]:
 def breakdown(
     model: dict[str, np.ndarray], grads: dict[str, np.ndarray], n: int
 ) -> list[tuple[str, float, float]]:
-    """Median ms of each in-process step of one push + pull (no gRPC)."""
+    """Median ms of each in-process step of one one-call round trip (no gRPC), by the code
+    `PSClient` and the servicer use: runtime/ps/wire.py, then the push handler."""
     from elasticdl.proto import elasticdl_pb2 as pb
     from elasticdl.runtime.job_config import JobConfig
     from elasticdl.runtime.ps.parameters import Parameters
     from elasticdl.runtime.ps.servicer import ParameterServerServicer
-    from elasticdl.runtime.tensor_codec import decode_all, encode
+    from elasticdl.runtime.ps.wire import parse_with_tensors, serialize_with_tensors
     from elasticdl.runtime.zoo_source import resolve_zoo
 
     config = JobConfig(
@@ -142,35 +142,39 @@ def breakdown(
     parameters = Parameters(lambda: spec.instantiate().optimizer)
     parameters.initialize(model)
     servicer = ParameterServerServicer(parameters)
+    field = 3  # gradients in the request, dense_parameters in the answer
 
-    def build_push() -> Any:
-        return pb.PushGradientsRequest(
-            version=0, gradients=[encode(name, g) for name, g in grads.items()]
-        )
+    def build_push() -> bytes:
+        head = pb.PushGradientsRequest(version=-1, return_parameters=True)
+        return serialize_with_tensors(head, field, grads)
 
-    push = build_push()
-    push_bytes = push.SerializeToString()
-    pull = servicer.pull_dense_parameters(pb.PullDenseParametersRequest(version=-1), None)
-    pull_bytes = pull.SerializeToString()
-    parsed_pull = pb.PullDenseParametersResponse.FromString(pull_bytes)
+    push_bytes = build_push()
+    answer = servicer.push_gradients_bytes(
+        parse_with_tensors(push_bytes, pb.PushGradientsRequest, field), None
+    )
+    values = parameters.values()
     steps: list[tuple[str, Callable[[], Any]]] = [
-        ("client: build push request (encode = tobytes)", build_push),
-        ("client: serialize push request", push.SerializeToString),
-        ("server: parse push request", lambda: pb.PushGradientsRequest.FromString(push_bytes)),
+        ("client: serialize push (one copy of the gradients)", build_push),
         (
-            "server: push_gradients handler (decode, check, apply)",
-            lambda: servicer.push_gradients(push, None),
+            "server: parse push (gradients viewing the bytes)",
+            lambda: parse_with_tensors(push_bytes, pb.PushGradientsRequest, field),
         ),
         (
-            "server: pull handler (snapshot .numpy(), encode)",
-            lambda: servicer.pull_dense_parameters(pb.PullDenseParametersRequest(version=-1), None),
+            "server: handler (lend gradients, apply, read values)",
+            lambda: parameters.push_gradients(
+                parse_with_tensors(push_bytes, pb.PushGradientsRequest, field)[1],
+                -1,
+                with_values=True,
+            ),
         ),
-        ("server: serialize pull response", pull.SerializeToString),
         (
-            "client: parse pull response",
-            lambda: pb.PullDenseParametersResponse.FromString(pull_bytes),
+            "server: serialize answer (one copy of the values)",
+            lambda: serialize_with_tensors(pb.PushGradientsResponse(version=1), field, values),
         ),
-        ("client: decode values (frombuffer)", lambda: decode_all(parsed_pull.dense_parameters)),
+        (
+            "client: parse answer (values viewing the bytes)",
+            lambda: parse_with_tensors(answer, pb.PushGradientsResponse, field),
+        ),
     ]
     found = []
     for name, fn in steps:
@@ -321,12 +325,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{kind}: server process {cpu / n * 1e3:.1f} ms CPU and {faults / n:.0f} minor page "
             f"faults per round trip; client (this process) {mine / n:.0f} page faults"
         )
-    print("\nOne PS round trip, in-process steps (median ms, minor page faults per call):")
+    print("\nOne one-call round trip, in-process steps (median ms, minor page faults per call):")
     for name, ms, faults in steps:
         print(f"  {name:58s} {ms:8.2f} {faults:8.0f}")
     in_process = sum(ms for _, ms, _ in steps)
     print(f"  {'sum':58s} {in_process:8.2f}")
-    print(f"  {'measured round trip over gRPC':58s} {ps_s * 1e3:8.2f}")
+    print(f"  {'measured one-call round trip over gRPC':58s} {one_s * 1e3:8.2f}")
     print(f"  {'raw echo round trip (same bytes)':58s} {echo_s * 1e3:8.2f}")
 
     results = [
@@ -341,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         ("ps_pull_ms", statistics.median(pull_times) * 1e3, "none"),
         ("ps_round_trip_in_process_steps_ms", in_process, "none"),
         ("ps_server_cpu_ms_per_round_trip", usage["ps"][0] / n * 1e3, "none"),
+        ("ps_one_call_server_cpu_ms_per_round_trip", usage["ps1"][0] / n * 1e3, "none"),
         ("echo_server_cpu_ms_per_round_trip", usage["echo"][0] / n * 1e3, "none"),
         ("ps_server_page_faults_per_round_trip", usage["ps"][1] / n, "none"),
         ("echo_server_page_faults_per_round_trip", usage["echo"][1] / n, "none"),

@@ -9,6 +9,10 @@ XLA compiles at a function's first call, and the first push of a job paid for it
 after the 0.25 s it had spent building its input pipeline and tracing its own step with this
 process idle. `warm_up` runs the application over every variable once, as soon as the model is
 there, and puts back every value it touched: the first push finds it compiled.
+
+Received gradients reach the application through `GradientBuffers`: `tf.convert_to_tensor`
+copies an array even when it is aligned, and at ~5 GB/s (2.0 ms for 10 MB on the machines of
+bench/RESULTS.md, where `np.copyto` into a buffer already in use takes 0.7 ms).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ class ApplyFunctions:
         lr = optimizer._learning_rate  # the Keras 3 attribute behind `learning_rate`
         self._lr_variable = lr if isinstance(lr, keras.Variable) else None
         self._functions: dict[tuple[int, ...], Any] = {}
+        self._buffers = GradientBuffers()
         self.jit = True
 
     @property
@@ -44,7 +49,7 @@ class ApplyFunctions:
     def __call__(self, indices: tuple[int, ...], grads: list[np.ndarray], lr_scale: float) -> None:
         import tensorflow as tf
 
-        tensors = [tf.convert_to_tensor(g) for g in grads]
+        tensors = self._buffers.lend(indices, grads)
         scale = tf.constant(lr_scale, dtype=tf.float32)
         function = self._functions.get(indices)
         if function is not None:
@@ -107,3 +112,59 @@ class ApplyFunctions:
         specs = [tf.TensorSpec(v.shape, v.dtype) for v in chosen]
         function = tf.function(apply, jit_compile=self.jit, autograph=False)
         return function.get_concrete_function(specs, tf.TensorSpec((), tf.float32))
+
+
+# TensorFlow's CPU kernels (Eigen, XLA) read tensors assuming this alignment (AVX-512).
+ALIGNMENT = 64
+_LENT_KINDS = frozenset("f")  # float gradients; anything else is converted (a copy)
+
+
+class GradientBuffers:
+    """One aligned buffer per variable, reused by every push: a gradient is copied in and lent
+    to TensorFlow through DLPack, which wraps the buffer without another copy.
+
+    The contract that makes reuse safe: the caller holds the shard's lock from `lend` until the
+    application that reads the tensors has returned (eager execution is synchronous on CPU), so
+    no two pushes share a buffer and no tensor outlives its push. Gradients of other kinds, or
+    any that DLPack refuses, are converted by `tf.convert_to_tensor` as before.
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[int, np.ndarray] = {}
+        self.enabled = True
+
+    def lend(self, indices: tuple[int, ...], grads: list[np.ndarray]) -> list[Any]:
+        """Tensors holding `grads` (the gradients of variables `indices`), valid until the next
+        `lend`."""
+        import tensorflow as tf
+
+        out = []
+        for index, grad in zip(indices, grads, strict=True):
+            grad = np.asarray(grad)
+            tensor = self._lent(index, grad) if self.enabled else None
+            out.append(tf.convert_to_tensor(grad) if tensor is None else tensor)
+        return out
+
+    def _lent(self, index: int, grad: np.ndarray) -> Any:
+        if grad.dtype.kind not in _LENT_KINDS or grad.size == 0:
+            return None
+        buffer = self._held.get(index)
+        if buffer is None or buffer.shape != grad.shape or buffer.dtype != grad.dtype:
+            buffer = self._held[index] = aligned_empty(grad.shape, grad.dtype)
+        np.copyto(buffer, grad)
+        import tensorflow as tf
+
+        try:
+            return tf.experimental.dlpack.from_dlpack(buffer.__dlpack__())
+        except (BufferError, TypeError, ValueError, tf.errors.OpError) as error:
+            _log.debug("gradients converted by copy: DLPack refused them: %s", error)
+            self.enabled = False
+            return None
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An uninitialized C-contiguous array whose data starts on an `ALIGNMENT` boundary."""
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
+    return raw[start : start + nbytes].view(dtype).reshape(shape)

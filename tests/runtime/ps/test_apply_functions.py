@@ -1,0 +1,59 @@
+"""Received gradients lent to TensorFlow from reused aligned buffers (ps/apply_functions.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from elasticdl.runtime.ps.apply_functions import ALIGNMENT, GradientBuffers, aligned_empty
+
+
+def _address(tensor: tf.Tensor) -> int:
+    return np.asarray(tensor).ctypes.data
+
+
+def test_aligned_empty_starts_on_the_boundary_for_every_offset():
+    for size in (1, 3, 17, 1000):
+        array = aligned_empty((size, 2), np.dtype(np.float32))
+        assert array.shape == (size, 2) and array.flags.c_contiguous
+        assert array.ctypes.data % ALIGNMENT == 0
+
+
+def test_float_gradients_are_copied_once_into_one_buffer_per_variable_and_reused():
+    buffers = GradientBuffers()
+    received = np.frombuffer(np.arange(12, dtype=np.float32).tobytes(), np.float32)
+    first = buffers.lend((0, 1), [received.reshape(3, 4), np.ones(5, np.float32)])
+    np.testing.assert_array_equal(first[0].numpy(), np.arange(12).reshape(3, 4))
+    np.testing.assert_array_equal(first[1].numpy(), np.ones(5))
+    addresses = [_address(t) for t in first]
+    assert all(a % ALIGNMENT == 0 for a in addresses)
+    assert _address(first[0]) != received.ctypes.data  # a copy: the request bytes may go
+    del first
+    second = buffers.lend((0, 1), [np.full((3, 4), 7, np.float32), np.zeros(5, np.float32)])
+    assert [_address(t) for t in second] == addresses
+    np.testing.assert_array_equal(second[0].numpy(), np.full((3, 4), 7))
+    np.testing.assert_array_equal(second[1].numpy(), np.zeros(5))
+
+
+def test_a_new_shape_or_dtype_gets_a_new_buffer():
+    buffers = GradientBuffers()
+    (small,) = buffers.lend((0,), [np.ones(4, np.float32)])
+    small_at = _address(small)
+    (wide,) = buffers.lend((0,), [np.arange(6, dtype=np.float64)])
+    assert wide.dtype == tf.float64 and _address(wide) != small_at
+    np.testing.assert_array_equal(wide.numpy(), np.arange(6))
+
+
+def test_other_kinds_and_empty_gradients_are_converted():
+    buffers = GradientBuffers()
+    ints, empty = buffers.lend((0, 1), [np.arange(3, dtype=np.int64), np.zeros(0, np.float32)])
+    assert ints.dtype == tf.int64 and ints.numpy().tolist() == [0, 1, 2]
+    assert empty.shape == (0,)
+    assert buffers.enabled
+
+
+def test_switched_off_converts_as_before():
+    buffers = GradientBuffers()
+    buffers.enabled = False
+    (tensor,) = buffers.lend((0,), [np.ones(3, np.float32)])
+    assert tensor.numpy().tolist() == [1.0, 1.0, 1.0]

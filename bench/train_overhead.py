@@ -504,6 +504,8 @@ def profile_worker(case: Case, data: Path, root: Path, threads: int, use_cprofil
     from elasticdl.runtime.ps.client import PSClient
     from elasticdl.runtime.worker import main as worker_main
     from elasticdl.runtime.worker.trainer import Trainer
+    from elasticdl.runtime.worker.progress import ProgressReports
+    from elasticdl.runtime.worker.task_ahead import TaskAhead
     from elasticdl.runtime.zoo_source import resolve_zoo
 
     zoo = resolve_zoo(None)
@@ -567,6 +569,10 @@ def profile_worker(case: Case, data: Path, root: Path, threads: int, use_cprofil
     wrap_method(PSClient, "pull", "    PSClient.pull (rpc + decode)")
     wrap_method(PSClient, "push_gradients", "  PSClient.push_gradients")
     wrap_method(Trainer, "ensure_built", "ensure_built")
+    wrap_method(Trainer, "finish_task", "task end: the last push's answer (finish_task)")
+    wrap_method(ProgressReports, "task_end", "task end: progress.task_end")
+    wrap_method(ProgressReports, "flush", "task end: progress.flush")
+    wrap_method(TaskAhead, "take", "task start: TaskAhead.take (prepared records)")
     Trainer.batch_size = staticmethod(phases.wrap("batch_size(labels)", Trainer.batch_size))
     original_build = Trainer._build
     original_batches = Trainer.batches
@@ -644,7 +650,7 @@ def profile_worker(case: Case, data: Path, root: Path, threads: int, use_cprofil
         f"{case.batch / steady_ms * 1e3:.0f} records/s)"
     )
     for trainer in trainers:
-        traced = trainer._traced_step.experimental_get_tracing_count()
+        traced = trainer._traced_step.traces
         print(f"the step function was traced {traced} time(s)")
     print(f"{'phase':48s} {'calls':>7s} {'total s':>8s} {'ms/minibatch':>13s}")
     for name in sorted(phases.seconds, key=lambda n: -phases.seconds[n]):

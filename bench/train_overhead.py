@@ -503,9 +503,9 @@ def profile_worker(case: Case, data: Path, root: Path, threads: int, use_cprofil
     from elasticdl.runtime.master.task_manager import TaskManager, TaskManagerConfig
     from elasticdl.runtime.ps.client import PSClient
     from elasticdl.runtime.worker import main as worker_main
-    from elasticdl.runtime.worker.trainer import Trainer
     from elasticdl.runtime.worker.progress import ProgressReports
     from elasticdl.runtime.worker.task_ahead import TaskAhead
+    from elasticdl.runtime.worker.trainer import Trainer
     from elasticdl.runtime.zoo_source import resolve_zoo
 
     zoo = resolve_zoo(None)

@@ -125,8 +125,10 @@ class GradientBuffers:
 
     The contract that makes reuse safe: the caller holds the shard's lock from `lend` until the
     application that reads the tensors has returned (eager execution is synchronous on CPU), so
-    no two pushes share a buffer and no tensor outlives its push. Gradients of other kinds, or
-    any that DLPack refuses, are converted by `tf.convert_to_tensor` as before.
+    no two pushes share a buffer and nothing reads a lent tensor after its push. Gradients of
+    other kinds, or any that DLPack refuses, are converted by `tf.convert_to_tensor` as before.
+    The cost: the shard keeps one more copy of its dense variables' size (the conversion
+    allocated as much for every push).
     """
 
     def __init__(self) -> None:

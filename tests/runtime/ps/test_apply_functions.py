@@ -57,3 +57,11 @@ def test_switched_off_converts_as_before():
     buffers.enabled = False
     (tensor,) = buffers.lend((0,), [np.ones(3, np.float32)])
     assert tensor.numpy().tolist() == [1.0, 1.0, 1.0]
+
+
+def test_scalars_and_strided_gradients_are_lent_as_they_read():
+    buffers = GradientBuffers()
+    scalar, strided = buffers.lend((0, 1), [np.float32(3.0), np.arange(6.0).reshape(2, 3)[:, ::2]])
+    assert scalar.shape == () and float(scalar) == 3.0
+    np.testing.assert_array_equal(strided.numpy(), [[0.0, 2.0], [3.0, 5.0]])
+    assert buffers.enabled

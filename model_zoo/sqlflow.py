@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import tensorflow as tf
+from zoo_common.chunks import parse_in_chunks
 
 from elasticdl import Mode
 from elasticdl.runtime.data.metadata import DatasetMetadata
@@ -53,8 +54,8 @@ def elasticdl_input_function(
         spec[label] = tf.io.FixedLenFeature([1], _PARSED[kinds[label]])
 
     @tf.autograph.experimental.do_not_convert  # plain tensor code: no AutoGraph needed
-    def parse(record: tf.Tensor) -> Any:
-        parsed = tf.io.parse_single_example(record, spec)
+    def parse(records: tf.Tensor) -> Any:
+        parsed = tf.io.parse_example(records, spec)  # [n, 1] each
         inputs = {
             name: tf.cast(parsed[name], tf.float32) if kinds[name] != "bytes" else parsed[name]
             for name in features
@@ -64,4 +65,4 @@ def elasticdl_input_function(
         target = parsed[label]
         return inputs, target if kinds[label] == "int64" else tf.cast(target, tf.float32)
 
-    return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    return parse_in_chunks(dataset, parse)  # zoo_common/chunks.py: one parse per chunk

@@ -1,6 +1,8 @@
 """Helpers shared by the built-in zoo models (imported as `zoo_common`, the zoo root on sys.path).
 
+* `chunks` — records parsed a chunk at a time and handed on one by one (every parser here);
 * `images` — parsing of image records for the MNIST and CIFAR-10 models;
+* `ctr` — parsing of Criteo-layout records and the CTR models (`deepfm`, `wide_and_deep`);
 * `classification` — sparse softmax loss and per-example accuracy for models that output logits;
 * `tabular` — parsing of any table of tf.Example records, driven by `DatasetMetadata`, and the
   DNN base class behind `regressor.DNN` and `classifier.DNN`.

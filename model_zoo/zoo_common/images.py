@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import tensorflow as tf
+from zoo_common.chunks import parse_in_chunks
 
 from elasticdl import Mode
 
@@ -17,21 +18,22 @@ def parse_image_dataset(
 
     `image` is a float list of pixels in 0-255 (row-major `image_shape`); `label` an int64 list
     of one. In PREDICTION mode only the features are returned and `label` may be absent.
-    Records are shuffled only when training.
+    Records are shuffled only when training; they are parsed a chunk at a time
+    (`zoo_common.chunks`).
     """
     spec = {"image": tf.io.FixedLenFeature(list(image_shape), tf.float32)}
     if mode != Mode.PREDICTION:
         spec["label"] = tf.io.FixedLenFeature([1], tf.int64)
 
     @tf.autograph.experimental.do_not_convert  # see zoo_common/__init__.py
-    def _parse(record: tf.Tensor) -> Any:
-        parsed = tf.io.parse_single_example(record, spec)
+    def _parse(records: tf.Tensor) -> Any:
+        parsed = tf.io.parse_example(records, spec)
         features = {"image": parsed["image"] / 255.0}
         if mode == Mode.PREDICTION:
             return features
         return features, tf.cast(parsed["label"], tf.int32)
 
-    dataset = dataset.map(_parse, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = parse_in_chunks(dataset, _parse)
     if mode == Mode.TRAINING:
         dataset = dataset.shuffle(buffer_size=1024)
     return dataset

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import tensorflow as tf
+from zoo_common.chunks import parse_in_chunks
 
 from elasticdl import Mode
 from elasticdl.layers import Embedding
@@ -112,7 +113,8 @@ def parse_table_dataset(
     (the keys present: see the module docstring; `ps_min_distinct`: see `goes_to_ps`).
 
     In PREDICTION mode only the features are returned. A feature missing from a record reads as
-    0 (numbers) or "" (strings). Records are shuffled only when training.
+    0 (numbers) or "" (strings). Records are shuffled only when training; they are parsed a
+    chunk at a time (`zoo_common.chunks`).
     """
     metadata = resolve_metadata(dataset, metadata)
     columns = metadata.feature_columns()
@@ -145,8 +147,8 @@ def parse_table_dataset(
         spec[label] = tf.io.FixedLenFeature([1], _PARSE_TYPES[label_info.kind])
 
     @tf.autograph.experimental.do_not_convert  # see zoo_common/__init__.py
-    def _parse(record: tf.Tensor) -> Any:
-        parsed = tf.io.parse_single_example(record, spec)
+    def _parse(records: tf.Tensor) -> Any:
+        parsed = tf.io.parse_example(records, spec)  # each column [n, length]
         dense, categorical, sparse = [], [], []
         for name, info in columns.items():
             values = parsed[name]
@@ -161,16 +163,16 @@ def parse_table_dataset(
                 dense.append(transform_numeric(name, values, info, metadata))
         features = {}
         if dense:
-            features[DENSE_KEY] = tf.concat(dense, axis=0)
+            features[DENSE_KEY] = tf.concat(dense, axis=1)
         if categorical:
-            features[CATEGORICAL_KEY] = tf.concat(categorical, axis=0)
+            features[CATEGORICAL_KEY] = tf.concat(categorical, axis=1)
         if sparse:
-            features[SPARSE_KEY] = tf.concat(sparse, axis=0)
+            features[SPARSE_KEY] = tf.concat(sparse, axis=1)
         if label is None:
             return features
         return features, tf.cast(parsed[label], label_dtype)
 
-    dataset = dataset.map(_parse, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = parse_in_chunks(dataset, _parse)
     if mode == Mode.TRAINING:
         dataset = dataset.shuffle(buffer_size=1024)
     return dataset

@@ -375,3 +375,61 @@ def test_table_dnn_config_round_trip():
     clone = dnn.from_config(config)
     assert clone.learning_rate == pytest.approx(0.2)
     assert clone.default_optimizer().learning_rate.numpy() == pytest.approx(0.2)
+
+
+def test_table_records_parsed_in_chunks_come_out_one_by_one_in_order():
+    """700 records (a chunk of 512 and a partial one), some features missing: each element is
+    what parsing that record alone gives (missing: 0 / ""), in the records' order."""
+    from zoo_common.chunks import PARSE_CHUNK
+    from zoo_common.tabular import FULL_HASH, parse_table_dataset
+
+    count = PARSE_CHUNK + 188
+    colours = [b"red", b"green", b"blue"]
+    records = [make_example(id=0, colour=b"red", size=1.5, age=3, label=1.0)]
+    for i in range(1, count):
+        columns: dict = {"id": i, "label": float(i)}
+        if i % 7:
+            columns["colour"] = colours[i % 3]
+        if i % 5:
+            columns["size"] = i / 10
+        if i % 3:
+            columns["age"] = i
+        records.append(make_example(**columns))
+    metadata = DatasetMetadata.from_example(records[0])
+    dataset = parse_table_dataset(
+        as_dataset(records),
+        Mode.EVALUATION,
+        metadata,
+        label_dtype=tf.float32,
+        hash_buckets=FULL_HASH,
+        model_name="test",
+    )
+    elements = list(dataset)
+    assert len(elements) == count
+    order = [c for c in metadata.feature_columns() if c != "colour"]
+    for i, (features, label) in enumerate(elements):
+        assert label.numpy().tolist() == [1.0 if i == 0 else float(i)]
+        expected = {
+            "size": 1.5 if i == 0 else (i / 10 if i % 5 else 0.0),
+            "age": 3 if i == 0 else (i if i % 3 else 0),
+        }
+        np.testing.assert_allclose(features["dense"].numpy(), [expected[c] for c in order])
+        colour = b"red" if i == 0 else (colours[i % 3] if i % 7 else b"")
+        keyed = tf.constant(b"colour=" + colour)
+        assert features["categorical"].numpy().tolist() == [
+            int(tf.strings.to_hash_bucket_fast(keyed, FULL_HASH))
+        ]
+
+
+def test_image_records_parsed_in_chunks_come_out_one_by_one_in_order(digit_records):
+    from zoo_common.images import parse_image_dataset
+
+    records = (digit_records * 12)[:600]  # a chunk of 512 and a partial one
+    dataset = parse_image_dataset(as_dataset(records), Mode.EVALUATION, (28, 28))
+    elements = list(dataset)
+    assert len(elements) == len(records)
+    for record, (features, label) in zip(records, elements, strict=True):
+        feature = example_pb2.Example.FromString(record).features.feature
+        pixels = np.asarray(feature["image"].float_list.value, np.float32).reshape(28, 28)
+        np.testing.assert_allclose(features["image"].numpy(), pixels / 255.0, rtol=1e-6)
+        assert label.numpy().tolist() == list(feature["label"].int64_list.value)

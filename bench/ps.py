@@ -149,9 +149,8 @@ def breakdown(
         return serialize_with_tensors(head, field, grads)
 
     push_bytes = build_push()
-    answer = servicer.push_gradients_bytes(
-        parse_with_tensors(push_bytes, pb.PushGradientsRequest, field), None
-    )
+    parsed_push = parse_with_tensors(push_bytes, pb.PushGradientsRequest, field)
+    answer = servicer.push_gradients_bytes(parsed_push, None)
     values = parameters.values()
     steps: list[tuple[str, Callable[[], Any]]] = [
         ("client: serialize push (one copy of the gradients)", build_push),
@@ -161,11 +160,7 @@ def breakdown(
         ),
         (
             "server: handler (lend gradients, apply, read values)",
-            lambda: parameters.push_gradients(
-                parse_with_tensors(push_bytes, pb.PushGradientsRequest, field)[1],
-                -1,
-                with_values=True,
-            ),
+            lambda: parameters.push_gradients(parsed_push[1], -1, with_values=True),
         ),
         (
             "server: serialize answer (one copy of the values)",

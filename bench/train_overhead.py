@@ -40,7 +40,9 @@ slows either side when present. Figures are medians over the repeats.
 `--profile CASE` runs the worker's own loop (`elasticdl.runtime.worker.main.run`) in this
 process, with a parameter server subprocess and the master served from this process, and
 prints where the time of one minibatch goes (timers around the trainer's, the PS client's and
-the master stub's methods); `--cprofile` adds cProfile's top functions.
+the master stub's methods) and the CPU of each thread of the worker's and of the PS's process
+over the middle half of the minibatches (bench/_thread_cpu.py); `--cprofile` adds cProfile's
+top functions.
 
 Prints one `RESULT <name> <value> target=<target>` line per figure at the end.
 """
@@ -492,8 +494,13 @@ class TimedCallable:
         return getattr(self._callable, name)
 
 
-def profile_worker(case: Case, data: Path, root: Path, threads: int, use_cprofile: bool) -> None:
-    """The worker loop in this process, its methods timed; see the module docstring."""
+def profile_worker(
+    case: Case, data: Path, records: int, root: Path, threads: int, use_cprofile: bool
+) -> None:
+    """The worker loop in this process, its methods timed, and the CPU of its threads and of
+    the PS process over the middle half of its minibatches; see the module docstring."""
+    from _thread_cpu import ThreadWindow
+
     from elasticdl.proto import elasticdl_pb2_grpc
     from elasticdl.runtime.data.planner import count_files
     from elasticdl.runtime.data.shards import plan_shards
@@ -548,12 +555,18 @@ def profile_worker(case: Case, data: Path, root: Path, threads: int, use_cprofil
     # own Trainer and PSClient).
     batch_ends: list[float] = []
     train_batch = phases.wrap("train_batch (total)", Trainer.train_batch)
+    minibatches = records // case.batch
+    window = (minibatches // 4, minibatches - minibatches // 4)
+    worker_cpu, ps_cpu = ThreadWindow(), ThreadWindow(ps.pid)
 
     def train_batch_noting_end(*args: Any, **kwargs: Any) -> Any:
         try:
             return train_batch(*args, **kwargs)
         finally:
             batch_ends.append(time.perf_counter())
+            if len(batch_ends) in window:
+                for process in (worker_cpu, ps_cpu):
+                    (process.start if len(batch_ends) == window[0] else process.stop)()
 
     Trainer.train_batch = train_batch_noting_end
     # The trainer's internals change; a method that is gone is left untimed (said below).
@@ -652,6 +665,10 @@ def profile_worker(case: Case, data: Path, root: Path, threads: int, use_cprofil
     for trainer in trainers:
         traced = trainer._traced_step.traces
         print(f"the step function was traced {traced} time(s)")
+    between = window[1] - window[0]
+    print(f"CPU by thread, minibatches {window[0]} to {window[1]}:")
+    print(worker_cpu.report("worker (this process; the master's threads too)", between))
+    print(ps_cpu.report("parameter server", between))
     print(f"{'phase':48s} {'calls':>7s} {'total s':>8s} {'ms/minibatch':>13s}")
     for name in sorted(phases.seconds, key=lambda n: -phases.seconds[n]):
         seconds = phases.seconds[name]
@@ -711,8 +728,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         print(f"runtime: {runtime_revision()}")
         case = CASES[args.profile]
-        data = make_data(case, root, case.quick_records if args.quick else case.records)
-        profile_worker(case, data, root, args.threads, args.cprofile)
+        records = case.quick_records if args.quick else case.records
+        data = make_data(case, root, records)
+        profile_worker(case, data, records, root, args.threads, args.cprofile)
         tmp.cleanup()
         return 0
 

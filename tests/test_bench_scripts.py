@@ -33,3 +33,39 @@ def test_a_benchmark_starts_and_offers_quick(script):
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "--quick" in run.stdout
+
+
+def test_thread_window_names_the_threads_that_used_the_cpu():
+    """bench/_thread_cpu.py (train_overhead's `--profile`): a Python thread's CPU is reported
+    under its `threading` name, and the process's total holds it."""
+    import threading
+    import time
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        from _thread_cpu import ThreadWindow
+    finally:
+        sys.path.remove(str(BENCH))
+
+    spun, leave = threading.Event(), threading.Event()
+
+    def spin() -> None:
+        while time.thread_time() < 0.3:
+            pass
+        spun.set()
+        leave.wait()  # alive at `stop`: an ended thread has no row
+
+    window = ThreadWindow()
+    window.start()
+    spinner = threading.Thread(target=spin, name="spinner")
+    spinner.start()
+    try:
+        assert spun.wait(timeout=60)
+        window.stop()
+    finally:
+        leave.set()
+        spinner.join()
+    used = dict(window.rows)
+    assert used.get("spinner", 0.0) >= 0.25, window.rows
+    assert window.total_s >= used["spinner"]
+    assert "spinner" in window.report("this process", per=10)

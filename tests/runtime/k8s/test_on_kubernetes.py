@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from fake_kube import FakeKube, fake_kube
 from job_checks import assert_records_accounted, context_of, report_of
-from paced_jobs import SLOW_WORKER0
+from paced_jobs import PACED_WORKERS, SLOW_WORKER0
 
 from elasticdl.runtime.data import generate as gen
 from elasticdl.runtime.k8s import manifests as m
@@ -258,7 +258,10 @@ def test_outside_failures_of_a_worker_pod(
         "delete": lambda name: kube.delete("pods", "default", name, 0),
     }
     thread = chaos_in_the_fake(kube, "k8s-out-worker-1", actions[act])
-    result, report = train(tmp_path, regression_data, factory, job_name="k8s-out", **OPTIONS)
+    # Paced (2 ms a record, 4 s of training for two workers): the act, a second after worker 1
+    # is ready, comes while the job still trains, however fast the machine and late worker 1.
+    options = {**OPTIONS, **PACED_WORKERS}
+    result, report = train(tmp_path, regression_data, factory, job_name="k8s-out", **options)
     thread.join(1)
     context = context_of(report, "records", "failures", "events", "workers")
     assert result.succeeded, result.error

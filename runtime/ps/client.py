@@ -30,8 +30,9 @@ whose address changed and waits until every shard answers a call at its current 
 `set_address` re-points one shard.
 
 `push_gradients(..., return_parameters=True)` makes the push also the pull: shards whose
-version moved answer with their values (`PushResult.values`); `push_gradients_future` sends
-without waiting (`PendingPush.result()`). Gradients go on the wire straight from the arrays'
+version moved answer with their values (`PushResult.values`); `encode_push` and `send_push`
+split it, to encode a push while another is in flight and send it without waiting
+(`PendingPush.result()`). Gradients go on the wire straight from the arrays'
 buffers and answers are parsed without copying their tensors (runtime/ps/wire.py).
 
 Pulled values are read-only NumPy views of the response bytes: assign them to variables (which
@@ -379,7 +380,7 @@ class PSClient:
         its rows of `embedding_grads` (table -> (ids, values)) and its non-trainable values;
         `records_end` of `task_id` counts once applied. `return_parameters`: shards whose
         version moved answer with their values (the push is also a pull)."""
-        return self.push_gradients_future(
+        encoded = self.encode_push(
             gradients,
             versions,
             task_id=task_id,
@@ -389,9 +390,15 @@ class PSClient:
             worker_id=worker_id,
             embedding_grads=embedding_grads,
             return_parameters=return_parameters,
-        ).result()
+        )
+        return self.send_push(encoded).result()
 
-    def push_gradients_future(
+    def send_push(self, requests: list[bytes]) -> PendingPush:
+        """Send a push `encode_push` made, without waiting: the answers are gathered by
+        `PendingPush.result()` (which raises the call's PSError)."""
+        return PendingPush(self, self._send("push_gradients", requests))
+
+    def encode_push(
         self,
         gradients: Mapping[str, np.ndarray],
         versions: Sequence[int] | int,
@@ -403,14 +410,15 @@ class PSClient:
         worker_id: int = 0,
         embedding_grads: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
         return_parameters: bool = False,
-    ) -> PendingPush:
-        """`push_gradients` without waiting: the requests are encoded and sent now, the
-        answers gathered by `PendingPush.result()` (which raises the call's PSError)."""
+    ) -> list[bytes]:
+        """The requests of a `push_gradients` (one per shard; the gradients copied once),
+        to send later with `send_push`: a worker encodes a push while the one before it is
+        still in flight."""
         known = _per_shard(versions, self.num_ps)
         grad_parts = self.split(gradients)
         state_parts = self.split(non_trainable or {})
         sparse_parts = _split_sparse(embedding_grads or {}, self.num_ps)
-        requests = [
+        return [
             serialize_with_tensors(
                 pb.PushGradientsRequest(
                     worker_id=worker_id,
@@ -427,7 +435,6 @@ class PSClient:
             )
             for shard in range(self.num_ps)
         ]
-        return PendingPush(self, self._send("push_gradients", requests))
 
     def pull_embedding_vectors(self, name: str, ids: np.ndarray) -> np.ndarray:
         """Rows (float32, (len(ids), dim)) of table `name` in the order of `ids` (int64,
@@ -567,7 +574,7 @@ class PSClient:
 
 
 class PendingPush:
-    """A push on its way (`PSClient.push_gradients_future`); `result()` waits for it once."""
+    """A push on its way (`PSClient.send_push`); `result()` waits for it once."""
 
     def __init__(self, client: PSClient, sent: tuple[str, list[int], list[Any]]) -> None:
         self._client = client

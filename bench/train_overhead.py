@@ -50,6 +50,7 @@ Prints one `RESULT <name> <value> target=<target>` line per figure at the end.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -559,11 +560,14 @@ def profile_worker(
     window = (minibatches // 4, minibatches - minibatches // 4)
     worker_cpu, ps_cpu = ThreadWindow(), ThreadWindow(ps.pid)
 
+    batch_tasks: list[int] = []
+
     def train_batch_noting_end(*args: Any, **kwargs: Any) -> Any:
         try:
             return train_batch(*args, **kwargs)
         finally:
             batch_ends.append(time.perf_counter())
+            batch_tasks.append(args[4])  # (self, features, labels, records, task_id, ...)
             if len(batch_ends) in window:
                 for process in (worker_cpu, ps_cpu):
                     (process.start if len(batch_ends) == window[0] else process.stop)()
@@ -662,6 +666,15 @@ def profile_worker(
         f"steady: {steady_ms:.2f} ms per minibatch (first minibatch's end to the last's; "
         f"{case.batch / steady_ms * 1e3:.0f} records/s)"
     )
+    gaps = [b - a for a, b in itertools.pairwise(batch_ends)]
+    pairs = list(zip(gaps, itertools.pairwise(batch_tasks), strict=True))
+    crossing = [gap for gap, (a, b) in pairs if a != b]
+    inside = [gap for gap, (a, b) in pairs if a == b]
+    if crossing and inside:
+        print(
+            f"minibatch end to the next one's, median: {statistics.median(inside) * 1e3:.2f} ms "
+            f"within a task, {statistics.median(crossing) * 1e3:.2f} ms across a task switch"
+        )
     for trainer in trainers:
         traced = trainer._traced_step.traces
         print(f"the step function was traced {traced} time(s)")

@@ -38,6 +38,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,7 @@ from elasticdl.mode import Mode
 from elasticdl.runtime.data.metadata import DatasetMetadata
 from elasticdl.runtime.job_config import JobConfig
 from elasticdl.runtime.model_build import build_model
+from elasticdl.runtime.rpc_calls import CallThreads
 from elasticdl.runtime.variables import named_variables
 from elasticdl.runtime.worker.dense import dense_functions
 from elasticdl.runtime.worker.overlap import OverlapRule
@@ -103,8 +105,10 @@ class Trainer:
         self._pipelines = TaskPipelines(self.instance.dataset_fn, config.minibatch_size)
         self._step: Any = None
         self._sparse: Any = None
-        self._background: Any = None
-        self._answers: Any = None  # the thread that turns push answers into tensors
+        self._background = ThreadPoolExecutor(max_workers=1)  # threads start when first used
+        # Daemon threads, as the PS calls' (rpc_calls.py): one blocked on an answer from an
+        # unreachable PS must not hold up the worker's exit.
+        self._answers = CallThreads(threads=1, name="answers")  # answers to tensors
         self._lookahead: Any = None
         self._eval_metrics: Any = None
         self._async = bool(config.use_async)
@@ -140,7 +144,7 @@ class Trainer:
             self._sparse = SparseFunctions(model, loss_fn, variables, state)
             self._predict = self._sparse.predictor(self.ps)
             self._tables = table_specs(model)
-            self._lookahead = Lookahead(self._rows_puller, self._background_thread())
+            self._lookahead = Lookahead(self._rows_puller, self._background)
         pairs = zip(self._all_names, self._everything, strict=True)
         self._values = {n: np.asarray(v.numpy()) for n, v in pairs}
         self._model_bytes = sum(value.nbytes for value in self._values.values())
@@ -205,13 +209,19 @@ class Trainer:
         self._versions = list(versions)
         self._ps_versions = [max(a, b) for a, b in zip(self._ps_versions, versions, strict=True)]
 
-    def _assignment(self) -> list[Any]:
-        """The values the step assigns before it computes: the local copy's update still to
-        be assigned, or (none pending) the variables' own values, read without a copy."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            return pending
-        return [tf.convert_to_tensor(v) for v in self._everything]
+    def _dense_step(self, features: Any, labels: Any) -> tuple[Any, list[Any], list[Any]]:
+        """The compiled step, assigning the pending update first (or, none pending, the
+        variables' own values, read without a copy). An update the step may not have assigned
+        (it raised: user code) stays pending for the next one."""
+        values, self._pending = self._pending, None
+        if values is None:
+            values = [tf.convert_to_tensor(v) for v in self._everything]
+        try:
+            return self._step(values, features, labels)
+        except BaseException:
+            if self._pending is None:
+                self._pending = values
+            raise
 
     def _materialize(self) -> None:
         """Assign the pending update now, for code that reads the variables outside the step."""
@@ -317,7 +327,7 @@ class Trainer:
         sparse: dict[str, Any] = {}
         if self._sparse is None:
             self._pull()
-            loss, gradients, state = self._step(self._assignment(), features, labels)
+            loss, gradients, state = self._dense_step(features, labels)
         else:
             ids, rows = self._sparse_inputs(features)
             self._materialize()
@@ -414,7 +424,7 @@ class Trainer:
         pending = self.ps.send_push(push)
         tensors = None
         if self._model_bytes >= CONVERT_AHEAD_BYTES:
-            tensors = self._answers_thread().submit(_answer_tensors, pending)
+            tensors = self._answers.submit(_answer_tensors, pending)
         self._in_flight = _InFlight(pending, list(self._versions), batch, overlapped, tensors)
         return BatchResult(records, loss, True, self._applied_end)
 
@@ -426,7 +436,7 @@ class Trainer:
         if prepared is not None:
             self._pull()
             return prepared
-        pending = self._background_thread().submit(self._pull)
+        pending = self._background.submit(self._pull)
         try:
             return self._rows_puller(features)()
         finally:
@@ -436,22 +446,6 @@ class Trainer:
         """The ids pass now; the rows pull when the returned function is called."""
         ids = self._sparse.gather_ids(features)
         return lambda: (ids, self._sparse.pull_rows(self.ps, ids))
-
-    def _answers_thread(self) -> Any:
-        """A daemon thread (as the PS calls', see rpc_calls.py): one blocked on an answer from
-        an unreachable PS must not hold up the worker's exit."""
-        if self._answers is None:
-            from elasticdl.runtime.rpc_calls import CallThreads
-
-            self._answers = CallThreads(threads=1, name="answers")
-        return self._answers
-
-    def _background_thread(self) -> Any:
-        if self._background is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._background = ThreadPoolExecutor(max_workers=1)
-        return self._background
 
     def evaluate(self, records: list[bytes], metadata: DatasetMetadata) -> dict[str, np.ndarray]:
         """Additive metric state of the latest model on `records` (see runtime/metrics.py)."""
@@ -479,7 +473,7 @@ class Trainer:
         self.ensure_built(records, metadata)
         if self._sparse is None:
             for features, labels in self.batches(records, metadata):
-                self._step(self._assignment(), features, labels)
+                self._dense_step(features, labels)
                 break
         self._versions = [-1] * len(self._versions)
 

@@ -104,3 +104,22 @@ def test_a_step_after_evaluation_computes_on_the_model_as_held(trainer):
     expected = reference.loss(labels, reference.model(features, training=True))
     result = worker.train_batch(features, labels, 32, 2, 32)
     np.testing.assert_allclose(result.loss, float(expected), rtol=1e-5)
+
+
+def test_an_update_a_failed_step_did_not_assign_is_assigned_by_the_next(trainer):
+    """A step that raised before it ran (user code refusing the inputs, at trace time) leaves
+    the update pending: the next step still computes on the servers' values."""
+    worker, config, records, file, ps = trainer
+    if config.use_async:
+        pytest.skip("serial (sync) mode: each step computes on the values after the last push")
+    metadata = worker.metadata_for(file, records[0])
+    worker.ensure_built(records, metadata)
+    batches = list(worker.batches(records, metadata))
+    worker.train_batch(*batches[0], 32, 1, 32)  # its answer is now to be assigned
+    features, labels = batches[1]
+    with pytest.raises(ValueError):
+        worker.train_batch(features[:, :, None], labels, 32, 1, 64)  # a rank the model refuses
+    reference = _reference(config, records, metadata, ps.pull(-1).values)
+    expected = reference.loss(labels, reference.model(features, training=True))
+    result = worker.train_batch(features, labels, 32, 1, 64)
+    np.testing.assert_allclose(result.loss, float(expected), rtol=1e-5)

@@ -29,7 +29,10 @@ For each case, `--repeats` pairs (Keras, then elasticdl) run back to back:
     worker's very first report counts none) to the last one, timed in the master as reports
     arrive (a report may cover several minibatches); that time is split, by the
     records each interval between reports counts, into minibatches within a task and the
-    extra time of a task switch.
+    extra time of a task switch. That split leans: a task's first report counts no records
+    (its push is in flight), so a switch's interval also holds the task's first minibatches,
+    the slowest (MNIST: 9.7 ms "within" and +27 ms a switch, where the worker's own clock read
+    11.3 ms and ~7 ms a task, bench/RESULTS.md); `--profile` times them on the worker's clock.
 
 Both sides get the same TensorFlow intra- and inter-op thread count (`--threads`, default 1:
 the runtime's master, PS and worker share 2 cores; `intra_op_threads` for the runtime, which

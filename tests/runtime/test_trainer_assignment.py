@@ -106,12 +106,11 @@ def test_a_step_after_evaluation_computes_on_the_model_as_held(trainer):
     np.testing.assert_allclose(result.loss, float(expected), rtol=1e-5)
 
 
+@pytest.mark.parametrize("trainer", [False], ids=["sync"], indirect=True)
 def test_an_update_a_failed_step_did_not_assign_is_assigned_by_the_next(trainer):
     """A step that raised before it ran (user code refusing the inputs, at trace time) leaves
     the update pending: the next step still computes on the servers' values."""
-    worker, config, records, file, ps = trainer
-    if config.use_async:
-        pytest.skip("serial (sync) mode: each step computes on the values after the last push")
+    worker, config, records, file, ps = trainer  # serial: a step computes after the last push
     metadata = worker.metadata_for(file, records[0])
     worker.ensure_built(records, metadata)
     batches = list(worker.batches(records, metadata))

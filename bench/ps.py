@@ -142,21 +142,22 @@ def breakdown(
     parameters = Parameters(lambda: spec.instantiate().optimizer)
     parameters.initialize(model)
     servicer = ParameterServerServicer(parameters)
-    field = 3  # gradients in the request, dense_parameters in the answer
+    gradients_field = pb.PushGradientsRequest.DESCRIPTOR.fields_by_name["gradients"].number
+    values_field = pb.PushGradientsResponse.DESCRIPTOR.fields_by_name["dense_parameters"].number
 
     def build_push() -> bytes:
         head = pb.PushGradientsRequest(version=-1, return_parameters=True)
-        return serialize_with_tensors(head, field, grads)
+        return serialize_with_tensors(head, gradients_field, grads)
 
     push_bytes = build_push()
-    parsed_push = parse_with_tensors(push_bytes, pb.PushGradientsRequest, field)
+    parsed_push = parse_with_tensors(push_bytes, pb.PushGradientsRequest, gradients_field)
     answer = servicer.push_gradients_bytes(parsed_push, None)
     values = parameters.values()
     steps: list[tuple[str, Callable[[], Any]]] = [
         ("client: serialize push (one copy of the gradients)", build_push),
         (
             "server: parse push (gradients viewing the bytes)",
-            lambda: parse_with_tensors(push_bytes, pb.PushGradientsRequest, field),
+            lambda: parse_with_tensors(push_bytes, pb.PushGradientsRequest, gradients_field),
         ),
         (
             "server: handler (lend gradients, apply, read values)",
@@ -164,11 +165,13 @@ def breakdown(
         ),
         (
             "server: serialize answer (one copy of the values)",
-            lambda: serialize_with_tensors(pb.PushGradientsResponse(version=1), field, values),
+            lambda: serialize_with_tensors(
+                pb.PushGradientsResponse(version=1), values_field, values
+            ),
         ),
         (
             "client: parse answer (values viewing the bytes)",
-            lambda: parse_with_tensors(answer, pb.PushGradientsResponse, field),
+            lambda: parse_with_tensors(answer, pb.PushGradientsResponse, values_field),
         ),
     ]
     found = []

@@ -36,10 +36,13 @@ def dense_functions(
     `step` and `assign_all` take in that order."""
     everything = variables + state
 
-    @tf.function(reduce_retracing=True)
-    def step(values: list[Any], features: Any, labels: Any) -> tuple[Any, list[Any], list[Any]]:
+    def assign(values: list[Any]) -> None:
         for variable, value in zip(everything, values, strict=True):
             variable.assign(value)
+
+    @tf.function(reduce_retracing=True)
+    def step(values: list[Any], features: Any, labels: Any) -> tuple[Any, list[Any], list[Any]]:
+        assign(values)
         with tf.GradientTape() as tape:
             predictions = model(features, training=True)
             loss = loss_fn(labels, predictions)
@@ -54,8 +57,7 @@ def dense_functions(
 
     @tf.function(input_signature=[[tf.TensorSpec(v.shape, v.dtype) for v in everything]])
     def assign_all(values: list[Any]) -> None:
-        for variable, value in zip(everything, values, strict=True):
-            variable.assign(value)
+        assign(values)
 
     @tf.function(reduce_retracing=True)
     def predict(features: Any) -> Any:

@@ -17,7 +17,6 @@ import os
 import queue
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from elasticdl.runtime import keras_mode
 from elasticdl.runtime.job_config import host_port
 from elasticdl.runtime.master.exits import ExitKind, Role, kind_of_status
+from elasticdl.runtime.master.ports import choose_port
 
 if TYPE_CHECKING:
     from elasticdl.runtime.master.scaling import ScaleInbox
@@ -121,13 +121,6 @@ def drain_exits(exits: queue.Queue[InstanceExit], timeout: float) -> list[Instan
             return found
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free a moment ago on `host`."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
 def job_env(
     mode: str, extra_env: Mapping[str, str] | None = None, base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
@@ -175,8 +168,9 @@ class LocalInstanceManager(InstanceManager):
 
     Each process runs `python -P -m elasticdl.runtime.{ps,worker}.main` with an argv list
     (no shell), logs to `<log_dir>/<role><index>.log`, and is reaped by a watcher thread so
-    an exit is reported the moment it happens. A relaunched PS gets a fresh port (another
-    process may have taken its old one); the master tells running workers its new address
+    an exit is reported the moment it happens. A PS's port lies outside the kernel's
+    ephemeral range (ports.py); a relaunched PS gets a fresh one (another process may have
+    taken its old one); the master tells running workers its new address
     (`Master.get_ps_addresses`). Each has a private TMPDIR, `<log_dir>/tmp/<role><index>`,
     removed at shutdown: a killed TensorFlow process leaves its autograph files there.
     """
@@ -253,9 +247,7 @@ class LocalInstanceManager(InstanceManager):
 
     def start_ps(self, ps_id: int) -> str:
         old = self._ps_ports.get(ps_id)
-        port = free_port(self.host)
-        while port == old:
-            port = free_port(self.host)
+        port = choose_port(self.host, avoid=() if old is None else (old,))
         self._ps_ports[ps_id] = port
         self._spawn(Role.PS, ps_id, ["--ps_id", str(ps_id), "--port", str(port)])
         return host_port(self.host, port)

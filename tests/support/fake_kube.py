@@ -46,7 +46,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -59,6 +58,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from elasticdl.runtime.master.ports import choose_port
 
 RESOURCES = {
     "pods": "Pod",
@@ -77,12 +78,6 @@ SCHEDULE_S = 0.02
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def status_object(code: int, reason: str, message: str) -> dict[str, Any]:
@@ -325,7 +320,7 @@ class FakeKube:
             if resource == "services":
                 obj["spec"]["clusterIP"] = f"10.96.0.{next(self._cluster_ips)}"
                 for port in obj["spec"].get("ports", []):
-                    self.service_ports[(namespace, name, port["port"])] = free_port()
+                    self.service_ports[(namespace, name, port["port"])] = choose_port("127.0.0.1")
             self.objects[(resource, namespace, name)] = obj
             self._record(resource, "ADDED", obj)
             created = copy.deepcopy(obj)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -17,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from elasticdl.runtime.job_config import JobConfig
+from elasticdl.runtime.master.ports import choose_port
 from elasticdl.runtime.ps import checkpoint as ckpt
 from elasticdl.runtime.ps.checkpoint import CheckpointError, ShardState
 from elasticdl.runtime.ps.client import PSClient
@@ -367,12 +367,6 @@ def test_checkpoint_write_time(tmp_path, capsys):
 # -- over gRPC -----------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
-
-
 def job_config(num_ps: int, **overrides) -> JobConfig:
     return JobConfig(
         job_name="ckpt-test",
@@ -427,7 +421,7 @@ def test_serve_checkpoints_every_n_versions_and_a_relaunched_ps_resumes(tmp_path
     values, gradients = model
     directory = str(tmp_path / "ckpt")
     config = job_config(2, checkpoint_dir=directory, checkpoint_steps=2, keep_checkpoint_max=2)
-    ports = [free_port(), free_port()]
+    ports = [choose_port(HOST), choose_port(HOST)]
     servicers = [servicer_of(config, ps_id) for ps_id in range(2)]
     servers = [start_server(s, port)[0] for s, port in zip(servicers, ports, strict=True)]
     client = PSClient([f"{HOST}:{p}" for p in ports], timeout_s=20)
@@ -464,7 +458,7 @@ def test_serve_checkpoints_every_n_versions_and_a_relaunched_ps_resumes(tmp_path
     # a new job with three shards starts from that checkpoint, re-sharded
     init = job_config(3, checkpoint_dir_for_init=directory)
     latest = ckpt.load_all(directory)
-    servers, client = start(init, [free_port() for _ in range(3)])
+    servers, client = start(init, [choose_port(HOST) for _ in range(3)])
     try:
         pulled = client.pull()
         assert pulled.initialized and pulled.versions == [latest.version] * 3
@@ -506,7 +500,7 @@ def test_main_exits_1_with_one_line_when_there_is_nothing_to_restore(tmp_path, m
     monkeypatch.setattr(process_guard, "exit_when_orphaned", lambda: None)
     config = job_config(1, checkpoint_dir_for_init=str(tmp_path / "none"))
     path = config.write(tmp_path / "job.json")
-    code = ps_main.main(["--config", str(path), "--ps_id", "0", "--port", str(free_port())])
+    code = ps_main.main(["--config", str(path), "--ps_id", "0", "--port", str(choose_port(HOST))])
     assert code == 1
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith(f"parameter server 0: no valid checkpoint in {tmp_path / 'none'}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 
 from elasticdl.runtime.job_config import JobConfig
+from elasticdl.runtime.master.ports import choose_port
 from elasticdl.runtime.ps import checkpoint as ckpt
 from elasticdl.runtime.ps.checkpoint import CheckpointError
 from elasticdl.runtime.ps.client import PSClient
@@ -161,12 +161,6 @@ def test_a_dense_only_checkpoint_has_no_table_entries(tmp_path):
 # -- real servers over gRPC -------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
-
-
 def job_config(num_ps: int, **overrides) -> JobConfig:
     return JobConfig(
         job_name="emb-ckpt-test",
@@ -188,7 +182,7 @@ def wait_until(condition, what: str, timeout_s: float = 10.0) -> None:
 def test_relaunched_shard_and_a_job_with_three_shards_get_the_checkpointed_rows(tmp_path, caplog):
     directory = str(tmp_path / "ckpt")
     config = job_config(2, checkpoint_dir=directory, checkpoint_steps=2, keep_checkpoint_max=2)
-    ports = [free_port(), free_port()]
+    ports = [choose_port(HOST), choose_port(HOST)]
     servicers = [servicer_of(config, ps_id) for ps_id in range(2)]
     servers = [start_server(s, port)[0] for s, port in zip(servicers, ports, strict=True)]
     client = PSClient([f"{HOST}:{p}" for p in ports], timeout_s=20)
@@ -234,7 +228,7 @@ def test_relaunched_shard_and_a_job_with_three_shards_get_the_checkpointed_rows(
 
     # a new job of three shards from that checkpoint: identical lookups, tables declared
     init = job_config(3, checkpoint_dir_for_init=directory)
-    ports = [free_port() for _ in range(3)]
+    ports = [choose_port(HOST) for _ in range(3)]
     servers = [serve(init, ps_id, port) for ps_id, port in enumerate(ports)]
     try:
         with PSClient([f"{HOST}:{p}" for p in ports], timeout_s=20) as three:
@@ -251,7 +245,7 @@ def test_relaunched_shard_and_a_job_with_three_shards_get_the_checkpointed_rows(
 def test_a_sigkilled_ps_process_comes_back_with_its_rows_and_slots(tmp_path):
     directory = str(tmp_path / "ckpt")
     config = job_config(1, checkpoint_dir=directory, checkpoint_steps=1).write(tmp_path / "j.json")
-    port = free_port()
+    port = choose_port(HOST)
     command = [sys.executable, "-P", "-m", "elasticdl.runtime.ps.main", "--config", str(config),
                "--ps_id", "0", "--port", str(port)]  # fmt: skip
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime.job_config import JobConfig
+from elasticdl.runtime.master.ports import choose_port
 from elasticdl.runtime.ps.client import PSClient, PSError
 from elasticdl.runtime.ps.embedding_table import EmbeddingTable, TableSpec
 from elasticdl.runtime.ps.parameters import GradientPolicy, Parameters
@@ -27,12 +27,6 @@ from elasticdl.runtime.tensor_codec import encode
 from elasticdl.runtime.zoo_source import builtin_zoo_root
 
 HOST = "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
 
 
 def job_config(num_ps: int = 2, **overrides) -> JobConfig:
@@ -50,7 +44,7 @@ def job_config(num_ps: int = 2, **overrides) -> JobConfig:
 def start_shards(config: JobConfig) -> tuple[list[grpc.Server], list[str]]:
     servers, addresses = [], []
     for ps_id in range(config.num_ps):
-        port = free_port()
+        port = choose_port(HOST)
         servers.append(serve(config, ps_id, port))
         addresses.append(f"{HOST}:{port}")
     return servers, addresses
@@ -211,7 +205,7 @@ def wait_for_line(process: subprocess.Popen, text: str, timeout_s: float) -> lis
 
 def test_a_real_ps_process_serves_tables(tmp_path):
     config = job_config(num_ps=1).write(tmp_path / "job.json")
-    port = free_port()
+    port = choose_port(HOST)
     command = [sys.executable, "-P", "-m", "elasticdl.runtime.ps.main", "--config", str(config),
                "--ps_id", "0", "--port", str(port)]  # fmt: skip
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)

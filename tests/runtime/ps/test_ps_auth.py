@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,16 +14,11 @@ import pytest
 
 from elasticdl.runtime import auth
 from elasticdl.runtime.job_config import JobConfig
+from elasticdl.runtime.master.ports import choose_port
 from elasticdl.runtime.ps.client import PSClient, PSError
 from elasticdl.runtime.zoo_source import builtin_zoo_root
 
 HOST = "127.0.0.1"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
 
 
 def _config(tmp_path: Path) -> tuple[Path, auth.JobAuth]:
@@ -46,7 +40,7 @@ def _command(config: Path, port: int) -> list[str]:
 
 def test_the_ps_refuses_pushes_and_pulls_without_the_job_secret(tmp_path):
     config, credentials = _config(tmp_path)
-    port = _free_port()
+    port = choose_port(HOST)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     log = (tmp_path / "ps.log").open("w")
     process = subprocess.Popen(_command(config, port), stderr=log, text=True, env=env)
@@ -89,7 +83,7 @@ def test_a_ps_whose_secret_is_missing_says_so_and_exits_1(tmp_path):
     (tmp_path / "job.secret").unlink()
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     done = subprocess.run(
-        _command(config, _free_port()), capture_output=True, text=True, env=env, timeout=120
+        _command(config, choose_port(HOST)), capture_output=True, text=True, env=env, timeout=120
     )
     assert done.returncode == 1
     expected = f"parameter server 0: cannot read the job's secret {tmp_path / 'job.secret'}"

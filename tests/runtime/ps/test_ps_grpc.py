@@ -23,6 +23,7 @@ import tensorflow as tf
 from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime.job_config import JobConfig
+from elasticdl.runtime.master.ports import choose_port
 from elasticdl.runtime.ps.client import (
     PSClient,
     PSError,
@@ -37,12 +38,6 @@ from elasticdl.runtime.variables import named_variables, values_of
 from elasticdl.runtime.zoo_source import builtin_zoo_root
 
 HOST = "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
 
 
 def job_config(num_ps: int = 2, **overrides) -> JobConfig:
@@ -77,7 +72,7 @@ def model():
 def start_shards(config: JobConfig) -> tuple[list[grpc.Server], list[str]]:
     servers, addresses = [], []
     for ps_id in range(config.num_ps):
-        port = free_port()
+        port = choose_port(HOST)
         servers.append(serve(config, ps_id, port))
         addresses.append(f"{HOST}:{port}")
     return servers, addresses
@@ -209,7 +204,7 @@ def test_a_busy_port_is_a_clear_error():
 
 
 def test_an_unreachable_shard_is_a_typed_error():
-    address = f"{HOST}:{free_port()}"
+    address = f"{HOST}:{choose_port(HOST)}"
     with PSClient([address], timeout_s=5) as client:
         with pytest.raises(PSUnavailableError, match=f"parameter server 0 \\({address}\\)"):
             client.pull()
@@ -222,7 +217,7 @@ def test_calls_wait_for_a_shard_that_comes_up_after_wait_ready_behind(model):
     call waits for the shard that was not up yet."""
     _, values, _ = model
     config = job_config(num_ps=1)
-    port = free_port()
+    port = choose_port(HOST)
     address = f"{HOST}:{port}"
     servers: list[grpc.Server] = []
     late = threading.Timer(0.5, lambda: servers.append(serve(config, 0, port)))
@@ -240,7 +235,7 @@ def test_calls_wait_for_a_shard_that_comes_up_after_wait_ready_behind(model):
 
 
 def test_a_shard_that_never_came_up_fails_every_call_after_wait_ready_behind():
-    address = f"{HOST}:{free_port()}"
+    address = f"{HOST}:{choose_port(HOST)}"
     with PSClient([address], timeout_s=5, resolve=lambda: [address]) as client:
         client.wait_ready_behind(0.3)
         for _ in range(2):
@@ -305,7 +300,7 @@ def _wait_for(lines: queue.Queue, text: str, timeout_s: float) -> list[str]:
 def test_main_serves_refuses_a_busy_port_and_exits_0_on_sigterm(tmp_path: Path, model):
     _, values, gradients = model
     config = job_config(num_ps=1).write(tmp_path / "job.json")
-    port = free_port()
+    port = choose_port(HOST)
     command = [sys.executable, "-P", "-m", "elasticdl.runtime.ps.main", "--config", str(config),
                "--ps_id", "0", "--port", str(port)]  # fmt: skip
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}

@@ -10,7 +10,7 @@ after the 0.25 s it had spent building its input pipeline and tracing its own st
 process idle. `warm_up` runs the application over every variable once, as soon as the model is
 there, and puts back every value it touched: the first push finds it compiled.
 
-Received gradients reach the application through `GradientBuffers`: `tf.convert_to_tensor`
+Received gradients reach an XLA application through `GradientBuffers`: `tf.convert_to_tensor`
 copies an array even when it is aligned, and at ~5 GB/s (2.0 ms for 10 MB on the machines of
 bench/RESULTS.md, where `np.copyto` into a buffer already in use takes 0.7 ms).
 """
@@ -49,15 +49,14 @@ class ApplyFunctions:
     def __call__(self, indices: tuple[int, ...], grads: list[np.ndarray], lr_scale: float) -> None:
         import tensorflow as tf
 
-        tensors = self._buffers.lend(indices, grads)
         scale = tf.constant(lr_scale, dtype=tf.float32)
         function = self._functions.get(indices)
         if function is not None:
-            function(tensors, scale)
+            function(self._tensors(indices, grads), scale)
             return
         function = self._build(indices)
         try:
-            function(tensors, scale)
+            function(self._tensors(indices, grads), scale)
         except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError) as error:
             if not self.jit:
                 raise
@@ -66,8 +65,18 @@ class ApplyFunctions:
             self.jit = False
             self._functions.clear()
             function = self._build(indices)
-            function(tensors, scale)
+            function(self._tensors(indices, grads), scale)
         self._functions[indices] = function
+
+    def _tensors(self, indices: tuple[int, ...], grads: list[np.ndarray]) -> list[Any]:
+        """The gradients as tensors: lent buffers for an XLA application, whose results never
+        alias its arguments; copies for a graph function, where an assignment may keep its
+        value's buffer as the variable's (which the next push's copy would then overwrite)."""
+        if self.jit:
+            return self._buffers.lend(indices, grads)
+        import tensorflow as tf
+
+        return [tf.convert_to_tensor(np.asarray(grad)) for grad in grads]
 
     def warm_up(self, others: Iterable[Any] = ()) -> bool:
         """Compile the application over every variable by running it once on zero gradients,
@@ -125,7 +134,10 @@ class GradientBuffers:
 
     The contract that makes reuse safe: the caller holds the shard's lock from `lend` until the
     application that reads the tensors has returned (eager execution is synchronous on CPU), so
-    no two pushes share a buffer and nothing reads a lent tensor after its push. Gradients of
+    no two pushes share a buffer and nothing reads a lent tensor after its push; and the
+    application keeps no lent buffer as a variable's: an XLA one does not (its results never
+    alias its arguments), a graph function's assignment may, so `ApplyFunctions` lends only to
+    XLA. Gradients of
     other kinds, or any that DLPack refuses, are converted by `tf.convert_to_tensor` as before.
     The cost: the shard keeps one more copy of its dense variables' size (the conversion
     allocated as much for every push).

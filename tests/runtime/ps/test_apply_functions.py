@@ -65,3 +65,39 @@ def test_scalars_and_strided_gradients_are_lent_as_they_read():
     assert scalar.shape == () and float(scalar) == 3.0
     np.testing.assert_array_equal(strided.numpy(), [[0.0, 2.0], [3.0, 5.0]])
     assert buffers.enabled
+
+
+class _AssignsTheGradient:
+    """An optimizer XLA cannot compile (a Python call in its step) that assigns each gradient
+    as the variable's value: in a graph function the assignment may take the gradient's buffer
+    as the variable's own."""
+
+    def __new__(cls, learning_rate: float):
+        import keras
+
+        class AssignsTheGradient(keras.optimizers.Optimizer):
+            def update_step(self, gradient, variable, learning_rate):
+                tf.numpy_function(lambda: np.int32(0), [], tf.int32, stateful=True)
+                variable.assign(gradient)
+
+        return AssignsTheGradient(learning_rate=learning_rate)
+
+
+def test_a_graph_function_gets_copies_a_variable_cannot_keep():
+    import keras
+
+    from elasticdl.runtime.ps.apply_functions import ApplyFunctions
+
+    variable = keras.Variable(np.zeros(100, np.float32))
+    optimizer = _AssignsTheGradient(learning_rate=0.1)
+    optimizer.build([variable])
+    apply = ApplyFunctions(optimizer, [variable], keras.Variable(1.0))
+    apply((0,), [np.full(100, 1.0, np.float32)], 1.0)
+    assert not apply.jit  # XLA refused it: a graph function applied the push
+    np.testing.assert_array_equal(variable.numpy(), np.ones(100))
+    apply((0,), [np.full(100, 2.0, np.float32)], 1.0)
+    np.testing.assert_array_equal(variable.numpy(), np.full(100, 2.0))
+    # The next push's gradient is received (and, when lent, copied into a reused buffer)
+    # before its application runs; the variable must not change with it.
+    apply._buffers.lend((0,), [np.full(100, 3.0, np.float32)])
+    np.testing.assert_array_equal(variable.numpy(), np.full(100, 2.0))

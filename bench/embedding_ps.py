@@ -123,7 +123,7 @@ def core(args: argparse.Namespace, batch: int, repeats: int) -> dict[str, float]
 
 def through_grpc(args: argparse.Namespace, batch: int, repeats: int) -> dict[str, float]:
     from elasticdl.runtime.job_config import JobConfig
-    from elasticdl.runtime.master.instances import free_port
+    from elasticdl.runtime.master.ports import choose_port
     from elasticdl.runtime.ps.client import PSClient
     from elasticdl.runtime.ps.embedding_table import TableSpec
     from elasticdl.runtime.zoo_source import builtin_zoo_root
@@ -139,7 +139,7 @@ def through_grpc(args: argparse.Namespace, batch: int, repeats: int) -> dict[str
         params="hidden_units=[8], learning_rate=0.001",
     )
     config_path = config.write(Path(tmp.name) / "job.json")
-    port = free_port()
+    port = choose_port()
     log = (Path(tmp.name) / "ps.log").open("wb")
     command = [sys.executable, "-P", "-m", "elasticdl.runtime.ps.main", "--config",
                str(config_path), "--ps_id", "0", "--port", str(port)]  # fmt: skip

@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         return echo_server()
 
     from elasticdl.runtime.job_config import JobConfig
-    from elasticdl.runtime.master.instances import free_port
+    from elasticdl.runtime.master.ports import choose_port
     from elasticdl.runtime.ps.client import CHANNEL_OPTIONS, PSClient
     from elasticdl.runtime.zoo_source import resolve_zoo
 
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         job_name="ps-bench", model_def=MODEL_DEF, model_zoo_root=str(resolve_zoo(None).root)
     )
     config_path = config.write(Path(tmp.name) / "job.json")
-    ps_port = free_port()
+    ps_port = choose_port()
     ps_log = (Path(tmp.name) / "ps.log").open("wb")
     ps = subprocess.Popen(  # noqa: S603 - argv list, no shell
         [

@@ -77,14 +77,6 @@ def _serve(job: str, cluster: dict[str, list[str]], threads: int) -> int:
     return 0
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _tf_keras_dnn(tf_keras: Any, width: int, hidden: list[int]) -> Any:
     """regressor.DNN's layers on a "dense" input (the generated table has no strings)."""
     inputs = tf_keras.Input(shape=(width,), name="dense")
@@ -98,8 +90,14 @@ def _tf_keras_dnn(tf_keras: Any, width: int, hidden: list[int]) -> Any:
 def coordinate(case: str, data: str, threads: int) -> dict[str, Any]:
     """The coordinator: start the servers, train two epochs with tf_keras `fit`."""
     t_start = time.perf_counter()
+    from elasticdl.runtime.master.ports import choose_port
+
     model_def, params, batch = SUPPORTED[case]
-    cluster = {"worker": [f"127.0.0.1:{_free_port()}"], "ps": [f"127.0.0.1:{_free_port()}"]}
+    worker_port = choose_port()
+    cluster = {
+        "worker": [f"127.0.0.1:{worker_port}"],
+        "ps": [f"127.0.0.1:{choose_port(avoid=(worker_port,))}"],
+    }
     me = [sys.executable, "-P", str(Path(__file__).resolve()), "--serve"]
     servers = [
         subprocess.Popen([*me, json.dumps([job, cluster, threads])])  # noqa: S603

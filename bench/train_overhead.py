@@ -509,7 +509,7 @@ def profile_worker(
     from elasticdl.runtime.data.planner import count_files
     from elasticdl.runtime.data.shards import plan_shards
     from elasticdl.runtime.job_config import JobConfig
-    from elasticdl.runtime.master.instances import free_port
+    from elasticdl.runtime.master.ports import choose_port
     from elasticdl.runtime.master.servicer import MasterServicer, serve_master
     from elasticdl.runtime.master.task_manager import TaskManager, TaskManagerConfig
     from elasticdl.runtime.ps.client import PSClient
@@ -536,7 +536,7 @@ def profile_worker(
     )
     servicer = MasterServicer(tasks)
     server, master_port = serve_master(servicer, "127.0.0.1", 0)
-    ps_port = free_port()
+    ps_port = choose_port()
     ps_log = (root / "profile-ps.log").open("wb")
     ps = subprocess.Popen(  # noqa: S603
         [

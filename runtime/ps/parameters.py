@@ -528,8 +528,11 @@ class Parameters:
                 values = self._values_locked(None) if fresh else None
                 return PushResult(False, self._version, reason=decision.reason, values=values)
             applied = decision.gradients is not None
+            read = None
             if applied:
-                self._apply_locked(decision.gradients, decision.lr_scale, decision.sparse)
+                read = self._apply_locked(
+                    decision.gradients, decision.lr_scale, decision.sparse, read=with_values
+                )
                 self.policy.record_applied(decision.contributions)
             if non_trainable:
                 self._store_non_trainable(non_trainable)
@@ -538,7 +541,7 @@ class Parameters:
                 True,
                 self._version,
                 applied,
-                values=self._values_locked(None) if fresh else None,
+                values=self._values_locked(None, read) if fresh else None,
                 staleness=decision.staleness,
                 lr_scale=decision.lr_scale if applied else 0.0,
             )
@@ -596,7 +599,11 @@ class Parameters:
         gradients: Mapping[str, np.ndarray],
         lr_scale: float,
         sparse: SparseGrads | None = None,
-    ) -> None:
+        read: bool = False,
+    ) -> list[np.ndarray] | None:
+        """Apply a push; with `read`, the trainable values after the dense application (in
+        `_index` order, read by the same compiled call), else None."""
+        values = None
         if self.learning_rate_at is not None:
             self.learning_rate_at.set(self._base_lr, self._version)
         if sparse:
@@ -606,7 +613,7 @@ class Parameters:
             names = sorted(gradients, key=self._index.__getitem__)
             indices = tuple(self._index[n] for n in names)
             grads = [np.asarray(gradients[n], dtype=self._variables[n].dtype) for n in names]
-            self._apply_fn(indices, grads, float(lr_scale))
+            values = self._apply_fn(indices, grads, float(lr_scale), read)
         elif sparse:
             self._optimizer.iterations.assign_add(1)  # schedules advance without dense variables
         if sparse:
@@ -615,6 +622,7 @@ class Parameters:
         self._warming = None
         if self._checkpoint_steps and self._version % self._checkpoint_steps == 0:
             self._emit_checkpoint_locked()
+        return values
 
     def _state_locked(self) -> ShardState:
         if self._state_error:
@@ -655,18 +663,25 @@ class Parameters:
                 value, dtype=self._non_trainable[name].dtype, copy=True
             )
 
-    def _values_locked(self, names: Iterable[str] | None) -> dict[str, np.ndarray]:
-        return _read_values(self._variables, self._non_trainable, names)
+    def _values_locked(
+        self, names: Iterable[str] | None, read: list[np.ndarray] | None = None
+    ) -> dict[str, np.ndarray]:
+        return _read_values(self._variables, self._non_trainable, names, read)
 
 
 def _read_values(
     variables: Mapping[str, Any],
     non_trainable: Mapping[str, np.ndarray],
     names: Iterable[str] | None,
+    read: list[np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Snapshots of the named values (all when `names` is None); KeyError for an unknown one."""
+    """Snapshots of the named values (all when `names` is None); KeyError for an unknown one.
+    `read`: the trainable values, in `variables`' order, read already (all names only)."""
     if names is None:
-        out = {name: _snapshot(v) for name, v in variables.items()}
+        if read is None:
+            out = {name: _snapshot(v) for name, v in variables.items()}
+        else:
+            out = dict(zip(variables, read, strict=True))
         out.update({name: value.copy() for name, value in non_trainable.items()})
         return out
     out = {}

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from elasticdl.runtime.ps import apply_functions
 from elasticdl.runtime.ps.parameters import (
     GradientPolicy,
     NotInitializedError,
@@ -279,6 +280,44 @@ def test_optimizer_xla_cannot_compile_falls_back_to_a_graph_function():
     assert params._apply_fn.jit is False
     expected = {n: initial[n] - np.float32(0.2) * grads[n] for n in initial}
     assert_values_close(params.values(), expected)
+
+
+@pytest.mark.parametrize(
+    ("make_optimizer", "in_call"),
+    [
+        (lambda: keras.optimizers.Adam(0.01), True),
+        (lambda: keras.optimizers.Adam(0.01), False),
+        (lambda: _HostSGD(0.1, name="host_sgd"), True),
+    ],
+    ids=["xla-read-in-call", "xla-read-after", "graph-function-read-in-call"],
+)
+def test_a_push_answers_the_values_after_it_which_later_pushes_leave_alone(
+    make_optimizer, in_call, monkeypatch
+):
+    """The answer, read by the applying call itself (a small model, apply_functions.py) or
+    after it: every trainable value at the new version, the variables the push left alone
+    too, and read-only arrays that no later push changes."""
+    if not in_call:
+        monkeypatch.setattr(apply_functions, "READ_IN_CALL_BYTES", 0)
+    initial = random_values(0)
+    first, second = random_values(1), random_values(2)
+    partial = {name: first[name] for name in ("dense/kernel", "out/bias")}
+    params = Parameters(make_optimizer)
+    params.initialize({**initial, "fixed": np.arange(3.0)}, non_trainable=["fixed"])
+    assert params._apply_fn.reads_in_call is in_call
+    answer = params.push_gradients(partial, 0, with_values=True).values
+    assert answer is not None and set(answer) == {*SHAPES, "fixed"}
+    assert_values_close(
+        {n: answer[n] for n in SHAPES}, reference_apply(initial, [partial], make_optimizer)
+    )
+    assert_values_close(answer, params.values())
+    kept = {name: value.copy() for name, value in answer.items()}
+    later = params.push_gradients(second, 1, with_values=True).values
+    assert later is not None and any(not np.array_equal(later[n], kept[n]) for n in SHAPES)
+    assert_values_close(answer, kept)
+    with pytest.raises(ValueError, match="read-only"):
+        answer["dense/kernel"][...] = 0.0
+    assert params.push_gradients(second, 2).values is None  # not asked: not read
 
 
 def test_apply_overhead_for_a_100k_parameter_model(capsys):

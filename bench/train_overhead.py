@@ -678,6 +678,14 @@ def profile_worker(
             f"minibatch end to the next one's, median: {statistics.median(inside) * 1e3:.2f} ms "
             f"within a task, {statistics.median(crossing) * 1e3:.2f} ms across a task switch"
         )
+        deciles = statistics.quantiles(inside, n=10)
+        print(
+            f"within a task: mean {statistics.fmean(inside) * 1e3:.2f} ms, deciles 1/5/9 "
+            f"{deciles[0] * 1e3:.2f} / {deciles[4] * 1e3:.2f} / {deciles[8] * 1e3:.2f} ms, "
+            f"slowest {max(inside) * 1e3:.1f} ms; the minibatches' time in gaps over twice the "
+            f"median: {sum(g for g in inside if g > 2 * statistics.median(inside)) / sum(gaps):.0%}"
+        )
+        print(f"median ms by position in the task: {_by_position(gaps, batch_tasks)}")
     for trainer in trainers:
         traced = trainer._traced_step.traces
         print(f"the step function was traced {traced} time(s)")
@@ -707,6 +715,17 @@ def rounded(figures: dict[str, Any]) -> dict[str, Any]:
 def elastic_cpu_ms(cpu_ms: dict[str, float]) -> float:
     """CPU ms per minibatch of the job's own processes (master, PS, workers)."""
     return sum(v for k, v in cpu_ms.items() if k.startswith(("master", "ps", "worker")))
+
+
+def _by_position(gaps: list[float], batch_tasks: list[Any]) -> str:
+    """Median gap before the n-th minibatch of a task (n from 1), for each n: whether a task's
+    first minibatches run slower than its last (background work of the task switch)."""
+    by: dict[int, list[float]] = {}
+    position = 0
+    for gap, (before, this) in zip(gaps, itertools.pairwise(batch_tasks), strict=True):
+        position = position + 1 if this == before else 0
+        by.setdefault(position, []).append(gap * 1e3)
+    return " ".join(f"{n}:{statistics.median(v):.1f}" for n, v in sorted(by.items()))
 
 
 def main(argv: list[str] | None = None) -> int:

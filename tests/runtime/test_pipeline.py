@@ -95,3 +95,70 @@ def test_a_prepared_task_the_worker_did_not_get_is_dropped():
     other = task_records(9, 8)
     seen = [int(x) for f, _ in pipelines.batches(other, METADATA) for x in f["x"].numpy()]
     assert seen == [int(r) for r in other]
+
+
+def odd_numbers_only(dataset, mode, metadata):
+    """Drops records: a task's minibatch count is not its record count over the batch size."""
+    numbers = dataset.map(lambda r: tf.strings.to_number(r, tf.int64))
+    return numbers.filter(lambda n: n % 2 == 1).map(lambda n: ({"x": n}, n * 10))
+
+
+def test_one_iterator_reads_every_task_of_a_slot_even_filtered_and_empty_ones():
+    """Tasks end where their own records end, whatever `dataset_fn` keeps of them."""
+    pipelines = TaskPipelines(odd_numbers_only, minibatch_size=4)
+    sizes = [9, 0, 12, 1, 2, 7, 8, 0, 5, 4]  # "0": a task with no record left after the filter
+    for task, size in enumerate(sizes):
+        records = [str(task * 1000 + 2 * i + (size > 0)).encode() for i in range(max(size, 3))]
+        expected = [int(r) for r in records if int(r) % 2 == 1]
+        seen = [
+            int(x)
+            for features, _ in pipelines.batches(records, METADATA, Mode.TRAINING)
+            for x in features["x"].numpy()
+        ]
+        assert seen == expected, f"task {task}"
+    assert pipelines.iterators_made == 2  # one a feed slot, for all ten tasks
+
+
+def test_a_task_left_half_read_costs_its_slot_a_fresh_iterator():
+    pipelines = TaskPipelines(parallel_parse, minibatch_size=4)
+    for task in range(4):
+        list(pipelines.batches(task_records(task, 9), METADATA, Mode.TRAINING))
+    assert pipelines.iterators_made == 2
+    next(pipelines.batches(task_records(4, 12), METADATA, Mode.TRAINING))  # left half read
+    list(pipelines.batches(task_records(5, 12), METADATA, Mode.TRAINING))  # the other slot
+    records = task_records(6, 12)  # the half-read slot again
+    seen = [int(x) for f, _ in pipelines.batches(records, METADATA) for x in f["x"].numpy()]
+    assert seen == [int(r) for r in records]
+    assert pipelines.iterators_made == 3
+
+
+def ragged_parse(dataset, mode, metadata):
+    """Minibatches of ragged tensors: no end-of-task minibatch of no rows can be made of them."""
+    numbers = dataset.map(lambda r: tf.strings.to_number(r, tf.int64))
+    return numbers.map(lambda n: ({"x": tf.RaggedTensor.from_tensor([[n]])}, n * 10))
+
+
+def test_ragged_minibatches_get_an_iterator_a_task_and_their_own_records():
+    pipelines = TaskPipelines(ragged_parse, minibatch_size=4)
+    for task in range(5):
+        records = task_records(task, 6 + task)
+        labels = [y.numpy() for _, y in pipelines.batches(records, METADATA, Mode.TRAINING)]
+        assert np.concatenate(labels).tolist() == [int(r) * 10 for r in records], f"task {task}"
+    assert pipelines.iterators_made == 6  # one a task, and the next one's made ahead
+
+
+def eager_only_parse(dataset, mode, metadata):
+    """Reads a tensor's value while building (eager only): it cannot run in a tf.data function."""
+    offset = int(tf.constant(5).numpy())
+    return dataset.map(lambda r: tf.strings.to_number(r, tf.int64) + offset).map(
+        lambda n: ({"x": n}, n * 10)
+    )
+
+
+def test_a_dataset_fn_that_needs_eager_execution_still_reads_each_task():
+    pipelines = TaskPipelines(eager_only_parse, minibatch_size=4)
+    for task in range(3):
+        records = task_records(task, 7)
+        seen = [int(x) for f, _ in pipelines.batches(records, METADATA) for x in f["x"].numpy()]
+        assert seen == [int(r) + 5 for r in records], f"task {task}"
+    assert pipelines.iterators_made == 4  # one a task (made eagerly, as before), one ahead

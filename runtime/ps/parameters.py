@@ -519,7 +519,7 @@ class Parameters:
             self.check_gradients(gradients)
             sparse = self.embeddings.check(embedding_grads or {})
             if non_trainable:
-                self._check_non_trainable(non_trainable)
+                _check_non_trainable(self._non_trainable, non_trainable)
             decision = self.policy.offer(
                 self._version, int(version), gradients, task_id, records_end, lr_scale, sparse
             )
@@ -550,7 +550,7 @@ class Parameters:
         """Replace non-trainable values (last writer wins); unknown names are a ValueError."""
         with self._lock:
             self._require_initialized()
-            self._check_non_trainable(values)
+            _check_non_trainable(self._non_trainable, values)
             self._store_non_trainable(values)
 
     # -- reads ----------------------------------------------------------------------------
@@ -645,17 +645,6 @@ class Parameters:
         except Exception:  # noqa: BLE001 - a checkpoint problem must not fail a push
             _log.exception("checkpoint of version %d could not be queued", self._version)
 
-    def _check_non_trainable(self, values: Mapping[str, np.ndarray]) -> None:
-        unknown = sorted(name for name in values if name not in self._non_trainable)
-        if unknown:
-            raise ValueError(f"values for unknown non-trainable variables: {unknown}")
-        for name, value in values.items():
-            expected = self._non_trainable[name].shape
-            if np.shape(value) != expected:
-                raise ValueError(
-                    f"non-trainable {name!r} has shape {np.shape(value)}, expected {expected}"
-                )
-
     def _store_non_trainable(self, values: Mapping[str, np.ndarray]) -> None:
         self._warming = None
         for name, value in values.items():
@@ -667,6 +656,18 @@ class Parameters:
         self, names: Iterable[str] | None, read: list[np.ndarray] | None = None
     ) -> dict[str, np.ndarray]:
         return _read_values(self._variables, self._non_trainable, names, read)
+
+
+def _check_non_trainable(held: Mapping[str, np.ndarray], values: Mapping[str, np.ndarray]) -> None:
+    """ValueError unless every one of `values` updates a `held` non-trainable of its shape."""
+    unknown = sorted(name for name in values if name not in held)
+    if unknown:
+        raise ValueError(f"values for unknown non-trainable variables: {unknown}")
+    for name, value in values.items():
+        if np.shape(value) != held[name].shape:
+            raise ValueError(
+                f"non-trainable {name!r} has shape {np.shape(value)}, expected {held[name].shape}"
+            )
 
 
 def _read_values(

@@ -236,7 +236,7 @@ class _TaskReader:
     def _until_end(self, iterator: Iterator[Any]) -> Iterator[Any]:
         for batch in iterator:
             if _is_end(batch):
-                self._at_end = True
+                self._at_end = iterator is self._iterator  # not an abandoned task's, read late
                 return
             yield batch
 

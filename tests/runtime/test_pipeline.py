@@ -132,6 +132,22 @@ def test_a_task_left_half_read_costs_its_slot_a_fresh_iterator():
     assert pipelines.iterators_made == 3
 
 
+def test_an_abandoned_task_read_to_its_end_later_leaves_the_slot_to_its_new_iterator():
+    pipelines = TaskPipelines(parallel_parse, minibatch_size=4)
+    list(pipelines.batches(task_records(0, 8), METADATA, Mode.TRAINING))
+    list(pipelines.batches(task_records(1, 8), METADATA, Mode.TRAINING))
+    abandoned = pipelines.batches(task_records(2, 8), METADATA, Mode.TRAINING)
+    next(abandoned)
+    list(pipelines.batches(task_records(3, 8), METADATA, Mode.TRAINING))
+    current = pipelines.batches(task_records(4, 8), METADATA, Mode.TRAINING)  # a fresh one
+    next(current)  # and left half read too
+    list(abandoned)  # its old iterator read to the end: says nothing of the slot's new one
+    list(pipelines.batches(task_records(5, 8), METADATA, Mode.TRAINING))
+    records = task_records(6, 8)  # task 4's slot
+    seen = [int(x) for f, _ in pipelines.batches(records, METADATA) for x in f["x"].numpy()]
+    assert seen == [int(r) for r in records]
+
+
 def ragged_parse(dataset, mode, metadata):
     """Minibatches of ragged tensors: no end-of-task minibatch of no rows can be made of them."""
     numbers = dataset.map(lambda r: tf.strings.to_number(r, tf.int64))

@@ -35,7 +35,7 @@ def ephemeral_range(text: str | None) -> tuple[int, int]:
         low, high = (int(word) for word in (text or "").split())
     except ValueError:
         return LINUX_DEFAULT_EPHEMERAL
-    if not FIRST_UNPRIVILEGED // 2 <= low <= high <= LAST_PORT:
+    if not 0 < low <= high <= LAST_PORT:
         return LINUX_DEFAULT_EPHEMERAL
     return low, high
 
@@ -50,14 +50,14 @@ def candidate_ports(ephemeral: tuple[int, int], width: int = WIDTH) -> range:
     return below if len(below) >= len(above) else above
 
 
-def _bindable(host: str, port: int) -> int:
-    """`port` if it can be bound on `host` now (port 0: the one the kernel gave), else 0."""
+def _bindable(host: str, port: int) -> bool:
+    """Whether `port` can be bound on `host` now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
             s.bind((host, port))
         except OSError:
-            return 0
-        return int(s.getsockname()[1])
+            return False
+        return True
 
 
 def read_ephemeral_range() -> tuple[int, int]:
@@ -76,6 +76,7 @@ def choose_port(
 ) -> int:
     """A port free on `host` now, outside the kernel's ephemeral range, not in `avoid` (a
     relaunched PS gets a port other than its last: a client of the old one may still hold it).
+    OSError where `host` cannot be bound at all (as a plain bind would raise).
 
     `candidates`: where to draw from (default: `candidate_ports` of this machine's range)."""
     pool = candidate_ports(read_ephemeral_range()) if candidates is None else candidates
@@ -85,6 +86,8 @@ def choose_port(
         if port not in avoid and _bindable(host, port):
             return port
     while True:
-        port = _bindable(host, 0)
-        if port and port not in avoid:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))  # raises where `host` cannot be bound at all
+            port = int(s.getsockname()[1])
+        if port not in avoid:
             return port

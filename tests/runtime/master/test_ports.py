@@ -82,3 +82,9 @@ def test_a_busy_port_and_the_avoided_one_are_passed_over() -> None:
 def test_no_room_falls_back_to_the_kernels_choice() -> None:
     port = ports.choose_port(HOST, avoid=(), candidates=range(0))
     assert 0 < port <= ports.LAST_PORT
+
+
+def test_a_host_that_cannot_be_bound_raises_instead_of_looping():
+    """An IPv6 literal on an IPv4 socket: refused by every bind, with no name lookup."""
+    with pytest.raises(OSError):
+        ports.choose_port("::1", candidates=range(20000, 20010))

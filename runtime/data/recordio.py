@@ -16,7 +16,8 @@ Paths are fsspec URLs (``/local/path``, ``file://``, ``memory://``, ``gs://``...
 
 Integrity: every chunk read is CRC-checked before decompression and its records are framed
 exactly (lengths must tile the payload and the count must match the header). Any defect raises
-`RecordIOError` naming the file, the chunk and its byte offset.
+`RecordIOError` naming the file, the chunk and its byte offset. A reader keeps the last chunks
+it read (`CACHED_CHUNK_BYTES`), checked and split, for the ranges that follow.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ import logging
 import os
 import struct
 import zlib
+from array import array
 from bisect import bisect_right
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -357,25 +360,16 @@ _DECOMPRESS: dict[Compressor, Callable[[memoryview, _Scratch], bytes | memoryvie
 }
 
 
-def _split(raw: bytes | memoryview, n: int, skip: int, take: int) -> list[bytes] | str:
-    """Records [skip, skip + take) of a decompressed chunk of `n` records, or what is wrong.
-
-    Walks every length prefix (so a malformed chunk is always detected) but copies only the
-    records it returns.
-    """
+def _record_offsets(raw: bytes, n: int) -> array | str:
+    """Where each of a decompressed chunk's `n` records starts (its length prefix), then the
+    chunk's end: record k is ``raw[offsets[k] + 4 : offsets[k + 1]]``. Or what is wrong: the
+    lengths must tile the chunk exactly, `n` of them."""
     unpack = _U32.unpack_from
-    out: list[bytes] = []
-    append = out.append
+    offsets = [0] * (n + 1)
     pos = 0
     try:
-        for _ in range(skip):
-            pos += 4 + unpack(raw, pos)[0]
-        for _ in range(take):
-            (ln,) = unpack(raw, pos)
-            pos += 4
-            append(bytes(raw[pos : pos + ln]))  # bytes(bytes) is free; copies a view
-            pos += ln
-        for _ in range(n - skip - take):
+        for k in range(n):
+            offsets[k] = pos
             pos += 4 + unpack(raw, pos)[0]
     except struct.error:
         return (
@@ -392,7 +386,28 @@ def _split(raw: bytes | memoryview, n: int, skip: int, take: int) -> list[bytes]
             f"record count mismatch: {len(raw) - pos} bytes left over after the {n} records "
             "the header claims"
         )
-    return out
+    offsets[n] = pos
+    return array("q", offsets)
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """A chunk's decompressed bytes and its records' offsets (see `_record_offsets`)."""
+
+    raw: bytes
+    offsets: array
+
+    def records(self, skip: int, take: int) -> list[bytes]:
+        """Records [skip, skip + take), each a copy of its own."""
+        raw, end = self.raw, skip + take
+        starts, ends = self.offsets[skip:end], self.offsets[skip + 1 : end + 1]
+        return [raw[a + 4 : b] for a, b in zip(starts, ends, strict=True)]
+
+
+# A reader keeps the chunks it decompressed last, up to this many bytes of them: a worker's
+# consecutive tasks of one file share the chunk at their boundary, and reading it again (fetch,
+# CRC, decompress, walk every length prefix) cost about as much as the task's own records.
+CACHED_CHUNK_BYTES = 4 << 20
 
 
 class RecordIOReader:
@@ -414,6 +429,7 @@ class RecordIOReader:
         fs, path = _resolve(self.path, fs, storage_options)
         self._file: BinaryIO | None = _open_for_read(fs, path)
         self._scratch = _Scratch()
+        self._cached: OrderedDict[int, _Chunk] = OrderedDict()
         try:
             if index is None:
                 index = _build_index(self._file, self.path)
@@ -444,6 +460,7 @@ class RecordIOReader:
     def close(self) -> None:
         """Close the underlying file (idempotent)."""
         f, self._file = self._file, None
+        self._cached.clear()
         if f is not None:
             f.close()
 
@@ -477,13 +494,26 @@ class RecordIOReader:
             c = chunks[i]
             if not c.num_records:
                 continue
-            raw = self._load(i, c)
             skip = max(start - c.first_record, 0)
             take = min(end - c.first_record, c.num_records) - skip
-            records = _split(raw, c.num_records, skip, take)
-            if isinstance(records, str):
-                raise RecordIOError(self.path, records, chunk=i, offset=c.offset)
-            yield from records
+            yield from self._chunk(i, c).records(skip, take)
+
+    def _chunk(self, i: int, c: ChunkInfo) -> _Chunk:
+        """Chunk `i` read, checked and split, or kept from an earlier read (the most recent
+        chunks, `CACHED_CHUNK_BYTES` of them at most: the file must not change while read)."""
+        chunk = self._cached.pop(i, None)
+        if chunk is None:
+            raw = bytes(self._load(i, c))  # its own copy: the scratch buffers are reused
+            offsets = _record_offsets(raw, c.num_records)
+            if isinstance(offsets, str):
+                raise RecordIOError(self.path, offsets, chunk=i, offset=c.offset)
+            chunk = _Chunk(raw, offsets)
+        if len(chunk.raw) <= CACHED_CHUNK_BYTES:
+            self._cached[i] = chunk
+            kept = sum(len(each.raw) for each in self._cached.values())
+            while kept > CACHED_CHUNK_BYTES:
+                kept -= len(self._cached.popitem(last=False)[1].raw)
+        return chunk
 
     def _fetch(self, offset: int, want: int) -> memoryview:
         """`want` bytes from `offset` in one read call (short only at end of file)."""

@@ -326,6 +326,53 @@ def test_range_read_fetches_only_overlapping_chunks(
     assert len(seen) == 2  # chunks 2 (records 8..11) and 3 (12..15)
 
 
+def test_a_reader_keeps_its_latest_chunks_for_the_next_range(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Consecutive tasks share the chunk at their boundary: it is decompressed once, and the
+    kept chunks stay within CACHED_CHUNK_BYTES."""
+    path = tmp_path / "kept.recordio"
+    records = [b"%010d" % i for i in range(100)]
+    write_records(str(path), records, max_chunk_bytes=56)  # 4 records (56 bytes) a chunk
+    decompressed: list[int] = []
+    real = rio._DECOMPRESS[Compressor.SNAPPY]
+
+    def spy(payload: memoryview, scratch: Any) -> Any:
+        decompressed.append(len(payload))
+        return real(payload, scratch)
+
+    monkeypatch.setitem(rio._DECOMPRESS, Compressor.SNAPPY, spy)
+    monkeypatch.setattr(rio, "CACHED_CHUNK_BYTES", 2 * 56)
+    with RecordIOReader(str(path)) as r:
+        assert list(r.read(0, 6)) == records[0:6]  # chunks 0 and 1
+        assert list(r.read(6, 10)) == records[6:10]  # chunk 1 kept, chunk 2 read
+        assert len(decompressed) == 3
+        assert list(r.read(0, 2)) == records[0:2]  # chunk 0 was dropped for chunk 2
+        assert len(decompressed) == 4
+        assert list(r.read(9, 11)) == records[9:11]  # chunk 2 kept
+        assert len(decompressed) == 4
+        assert list(r) == records  # every read takes its own copies, kept chunks or not
+        monkeypatch.setattr(rio, "CACHED_CHUNK_BYTES", 55)  # a chunk too large to keep
+        before = len(decompressed)
+        assert list(r.read(40, 44)) == records[40:44]
+        assert list(r.read(40, 44)) == records[40:44]
+        assert len(decompressed) == before + 2
+    assert r._cached == {}  # closing drops them
+
+
+def test_a_kept_chunk_is_checked_when_read_first(tmp_path: Path) -> None:
+    """A chunk that fails its checks is never kept: every read of it raises."""
+    path = tmp_path / "bad.recordio"
+    payload = struct.pack("<I", 3) + b"abc" + struct.pack("<I", 9) + b"de"  # overruns
+    header = struct.pack("<IIIII", rio.MAGIC, zlib.crc32(payload), 0, len(payload), 2)
+    path.write_bytes(header + payload)
+    with RecordIOReader(str(path)) as r:
+        for _ in range(2):
+            with pytest.raises(RecordIOError, match="overruns"):
+                list(r.read(0, 1))
+        assert r._cached == {}
+
+
 def test_files_without_readinto_are_read_too(
     many_chunks: dict[Compressor, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -134,7 +134,10 @@ class ApplyFunctions:
                 variable.assign(value)
 
     def _build(self, indices: tuple[int, ...], read: bool) -> Any:
+        """The application to the variables `indices`, called flat (runtime/flat_call.py)."""
         import tensorflow as tf
+
+        from elasticdl.runtime.flat_call import FlatCall
 
         chosen = [self._variables[i] for i in indices]
         every = self._variables
@@ -155,7 +158,7 @@ class ApplyFunctions:
 
         specs = [tf.TensorSpec(v.shape, v.dtype) for v in chosen]
         function = tf.function(apply, jit_compile=self.jit, autograph=False)
-        return function.get_concrete_function(specs, tf.TensorSpec((), tf.float32))
+        return FlatCall(function.get_concrete_function(specs, tf.TensorSpec((), tf.float32)))
 
 
 # TensorFlow's CPU kernels (Eigen, XLA) read tensors assuming this alignment (AVX-512).

@@ -19,13 +19,14 @@ from typing import Any
 
 import tensorflow as tf
 
+from elasticdl.runtime.flat_call import FlatCall
 from elasticdl.runtime.worker.one_trace import OneTrace
 
 
 @dataclass
 class DenseFunctions:
     step: OneTrace
-    assign_all: Any  # a concrete function: no argument binding per call (one_trace.py)
+    assign_all: FlatCall  # a concrete function called flat (runtime/flat_call.py)
     predict: Any
 
 
@@ -63,4 +64,4 @@ def dense_functions(
     def predict(features: Any) -> Any:
         return model(features, training=False)
 
-    return DenseFunctions(OneTrace(step), assign_all.get_concrete_function(), predict)
+    return DenseFunctions(OneTrace(step), FlatCall(assign_all.get_concrete_function()), predict)

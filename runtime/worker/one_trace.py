@@ -7,7 +7,8 @@ several hundred microseconds a minibatch: measured on an 8-column DNN step, 512 
 the assignment of an 8-variable model 835 -> 549 us. A worker calls the same function with
 the same structure every minibatch, so one concrete function does, traced up front for any
 batch size (the last minibatch of a task is shorter) -- what `reduce_retracing` would reach
-after a second trace.
+after a second trace. The concrete function is called flat (`runtime/flat_call.py`), past
+its own binding as well.
 
 Contract: `OneTrace(function)(*args)` returns what `function(*args)` returns. A function that
 cannot be traced with relaxed shapes (model code that needs a static batch size, such as
@@ -23,6 +24,8 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
+
+from elasticdl.runtime.flat_call import FlatCall
 
 
 class OneTrace:
@@ -49,7 +52,7 @@ class OneTrace:
         if self._concrete is None:
             try:
                 specs = relaxed(args, self._static_inner_dims)
-                self._concrete = self.function.get_concrete_function(*specs)
+                self._concrete = FlatCall(self.function.get_concrete_function(*specs))
             except Exception:  # noqa: BLE001 - the plain call raises what is the caller's
                 self._dispatching = True
                 return self.function(*args)

@@ -30,12 +30,18 @@ The decision table (`decide`), first matching row wins:
     worker  failed, killed, timed_out, hung: budget left  relaunch, from the budget
     worker  failed, killed, timed_out, hung: none left    refuse: the budget is spent
     ps      oom                                           fail the job
+    ps      its port was taken before it served: retries  relaunch on a fresh port, free
+    ps      the same, PORT_RETRIES times in a row         fail the job
     ps      the job keeps no checkpoints                  fail the job (parameters lost)
     ps      budget left                                   relaunch from the checkpoint
     ps      none left                                     fail the job
 
 A refused worker relaunch does not fail the job by itself: the job fails when fewer than
---min_workers workers are left alive (the same rule for training and inference).
+--min_workers workers are left alive (the same rule for training and inference). A PS whose
+port another process took between the master's choice and its bind (ports.py) exits with
+`PORT_TAKEN_EXIT` before it serves: it held no parameters, so even a job without checkpoints
+loses nothing by relaunching it elsewhere, and the workers find it there as they find any
+relaunched PS.
 """
 
 from __future__ import annotations
@@ -43,6 +49,12 @@ from __future__ import annotations
 import enum
 import signal
 from dataclasses import dataclass
+
+PORT_TAKEN_EXIT = 75
+"""A PS's exit status when it could not bind its port at start (sysexits' EX_TEMPFAIL)."""
+PORT_RETRIES = 3
+"""Relaunches of one PS on a fresh port after its port was taken, in a row, before the job
+fails: one taken port is a race; three in a row say the ports cannot be bound at all."""
 
 
 class ExitKind(enum.StrEnum):
@@ -127,6 +139,10 @@ class Situation:
     """A worker: fewer workers alive than the job wants now."""
     checkpointed: bool = True
     """A PS: the job writes checkpoints to restore it from."""
+    port_taken: bool = False
+    """A PS: it exited with PORT_TAKEN_EXIT, before it served."""
+    port_retries_left: int = PORT_RETRIES
+    """A PS: relaunches on a fresh port left (PORT_RETRIES, less those in a row so far)."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +170,14 @@ def decide(kind: ExitKind, role: Role, at: Situation, budget: int = 0) -> Decisi
     if role is Role.PS:
         if kind is ExitKind.OOM:
             return Decision(Action.FAIL_JOB, "out of memory; give the PS more memory")
+        if at.port_taken and at.port_retries_left > 0:
+            return Decision(Action.RELAUNCH_FREE)
+        if at.port_taken:
+            return Decision(
+                Action.FAIL_JOB,
+                f"its port was taken at {PORT_RETRIES + 1} starts in a row; check what holds the "
+                "ports on this host (ports.py draws them outside the kernel's ephemeral range)",
+            )
         if not at.checkpointed:
             return Decision(
                 Action.FAIL_JOB,

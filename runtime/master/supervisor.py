@@ -40,6 +40,8 @@ from elasticdl.runtime.master.events import (
     WorkerRelaunched,
 )
 from elasticdl.runtime.master.exits import (
+    PORT_RETRIES,
+    PORT_TAKEN_EXIT,
     Action,
     ExitKind,
     Phase,
@@ -150,6 +152,8 @@ class Supervisor:
         self._sent: dict[tuple[Role, int], tuple[Why, str]] = {}
         self._timed_out: dict[int, tuple[float, str]] = {}
         self._hung_ps: dict[int, float] = {}
+        self._ports_taken: dict[int, int] = {}
+        """Per PS: its exits in a row for a port that was taken (exits.PORT_RETRIES)."""
         self._last_refusal = ""
         self._stop = threading.Event()
         self._stop_reason = ""
@@ -407,12 +411,17 @@ class Supervisor:
         cause = cause_of(kind, exit_.exit_code, exit_.signal, words, exit_.message, tail)
         phase = self._phase(self.tasks.finished())
         budget = self.config.max_ps_relaunches
+        port_taken = exit_.exit_code == PORT_TAKEN_EXIT
+        taken_before = self._ports_taken.get(index, 0) if port_taken else 0
         situation = Situation(
             phase=phase,
             budget_left=budget - self._ps_relaunches,
             checkpointed=self.config.checkpointed,
+            port_taken=port_taken,
+            port_retries_left=PORT_RETRIES - taken_before,
         )
         decision = decide(kind, Role.PS, situation, budget)
+        self._ports_taken[index] = taken_before + 1 if port_taken else 0
         self.events.add(
             InstanceLost(
                 exit_.at,
@@ -432,7 +441,8 @@ class Supervisor:
             raise JobFailed(f"parameter server {index} {cause}: {decision.reason}")
         if not decision.relaunch:
             return
-        self._ps_relaunches += 1
+        if decision.action is Action.RELAUNCH_BUDGET:
+            self._ps_relaunches += 1
         restored = self.plugin.latest_checkpoint()
         version_before = self.tasks.model_version()
         started = time.monotonic()

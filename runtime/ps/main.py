@@ -4,7 +4,8 @@
 Logs "parameter server I listening on HOST:PORT" (stderr) once it accepts connections. SIGTERM or
 SIGINT stops it gracefully (in-flight rpcs get 2 s, queued checkpoint writes up to 30 s) and it
 exits 0. A startup error (unreadable config, bad model definition, busy port, no valid or a
-mismatched checkpoint to restore from) prints one line and exits 1 (2 for bad arguments).
+mismatched checkpoint to restore from) prints one line and exits 1 (2 for bad arguments); a
+port another process holds, `PORT_TAKEN_EXIT` (75: the master relaunches it on another port).
 
 With `checkpoint_dir`/`checkpoint_steps` in the job config it writes checkpoints of its shard;
 at start it restores from `checkpoint_dir` (a relaunch) or `checkpoint_dir_for_init`, logging
@@ -73,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         configure_tensorflow(config)
         from elasticdl.runtime import auth
-        from elasticdl.runtime.ps.servicer import servicer_of, start_server
+        from elasticdl.runtime.master.exits import PORT_TAKEN_EXIT
+        from elasticdl.runtime.ps.servicer import PortTakenError, servicer_of, start_server
 
         credentials = auth.for_process(args.config, config.secret_file, config.tls_dir)
         servicer = servicer_of(config, args.ps_id)
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         if not message.startswith("parameter server"):
             message = f"parameter server {args.ps_id}: {message}"
         print(message, file=sys.stderr)
-        return 1
+        return PORT_TAKEN_EXIT if isinstance(error, PortTakenError) else 1
     log.info("parameter server %d listening on %s:%d", args.ps_id, args.host, port)
     for handler in logging.getLogger().handlers:
         handler.flush()

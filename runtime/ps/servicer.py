@@ -501,6 +501,10 @@ def servicer_of(config: JobConfig, ps_id: int) -> ParameterServerServicer:
     return ParameterServerServicer(parameters, ps_id, config.num_ps, writer)
 
 
+class PortTakenError(RuntimeError):
+    """The PS's port could not be bound: another process holds it."""
+
+
 def start_server(
     servicer: ParameterServerServicer,
     port: int,
@@ -524,7 +528,7 @@ def start_server(
         bound = 0
     if bound == 0:
         server.stop(None)
-        raise RuntimeError(
+        raise PortTakenError(
             f"parameter server {servicer.ps_id}: port {port} on {host} is in use "
             "(or the address cannot be bound); choose another port or stop the process using it"
         )

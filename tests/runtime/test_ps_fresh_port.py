@@ -101,3 +101,49 @@ def test_a_relaunched_ps_moves_to_a_fresh_port_when_its_old_one_is_taken(tmp_pat
     assert report["parameter_servers"]["relaunched"] == 1, context
     ports = _ports_in_log(logs / "ps0.log")
     assert len(ports) == 2 and ports[0] == old_port and ports[1] != old_port, ports
+
+
+def test_a_ps_whose_port_was_taken_before_it_bound_starts_elsewhere(tmp_path, monkeypatch):
+    """The race ports.py makes rare: the master chose a port, another process bound it before
+    the PS did. The PS never served, so even this job without checkpoints relaunches it on a
+    fresh port (free of --max_ps_relaunches, 0 here) and the worker finds it there."""
+    from elasticdl.runtime.master import instances
+
+    data, logs = tmp_path / "data", tmp_path / "logs"
+    gen.generate("regression", str(data), 512, records_per_file=512)
+    monkeypatch.chdir(tmp_path)
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("127.0.0.1", 0))  # bound, not listening: a connection to it is refused
+    taken = holder.getsockname()[1]
+    chosen: list[int] = []
+    real_choose = instances.choose_port
+
+    def first_one_taken(host: str, avoid: tuple[int, ...] = ()) -> int:
+        port = taken if not chosen else real_choose(host, avoid=avoid)
+        chosen.append(port)
+        return port
+
+    monkeypatch.setattr(instances, "choose_port", first_one_taken)
+    try:
+        result = elasticdl.train(
+            model_def="regressor.DNN",
+            params="hidden_units=[8]",
+            data=str(data),
+            output="model",
+            log_dir=str(logs),
+            num_workers=1,
+            minibatch_size=32,
+            records_per_task=128,
+        )
+    finally:
+        holder.close()
+    assert result.succeeded, result.error
+    report = report_of(tmp_path / "model")
+    context = context_of(report, "records", "failures", "events", "parameter_servers")
+    assert_records_accounted(report)
+    (failure,) = report["failures"]
+    assert (failure["role"], failure["id"]) == ("ps", 0), context
+    assert f"port {taken}" in failure["cause"] and "in use" in failure["cause"], context
+    assert report["parameter_servers"]["relaunched"] == 1, context
+    assert chosen[0] == taken and len(chosen) == 2 and chosen[1] != taken, chosen
+    assert _ports_in_log(logs / "ps0.log") == [chosen[1]]

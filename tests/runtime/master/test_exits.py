@@ -7,6 +7,7 @@ import signal
 import pytest
 
 from elasticdl.runtime.master.exits import (
+    PORT_RETRIES,
     Action,
     ExitKind,
     Phase,
@@ -76,6 +77,27 @@ def test_refusals_and_job_failures_say_why() -> None:
     assert ps.reason == "the relaunch budget (--max_ps_relaunches=1) is spent"
     lost = decide(K.KILLED, P, Situation(budget_left=3, checkpointed=False))
     assert "no checkpoint to restore from (--checkpoint_steps)" in lost.reason
+
+
+# A PS that exited with PORT_TAKEN_EXIT: (phase, retries left, checkpointed) -> action
+PORT_TAKEN = [
+    (RUN, 3, False, A.RELAUNCH_FREE),  # it never served: nothing lost, no checkpoint needed
+    (RUN, 1, True, A.RELAUNCH_FREE),
+    (RUN, 0, False, A.FAIL_JOB),
+    (RUN, 0, True, A.FAIL_JOB),
+    (END, 0, False, A.IGNORE),
+]
+
+
+@pytest.mark.parametrize(("phase", "left", "checkpointed", "action"), PORT_TAKEN)
+def test_a_ps_whose_port_was_taken(phase, left, checkpointed, action) -> None:
+    situation = Situation(
+        phase, budget_left=0, checkpointed=checkpointed, port_taken=True, port_retries_left=left
+    )
+    decision = decide(K.FAILED, P, situation)
+    assert decision.action is action
+    if action is A.FAIL_JOB:
+        assert f"taken at {PORT_RETRIES + 1} starts in a row" in decision.reason
 
 
 # (manager's kind, what the master sent, work left) -> the kind the job acts on

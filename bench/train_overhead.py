@@ -1,6 +1,7 @@
 """Benchmark the elastic training runtime against plain Keras `model.fit`, side by side.
 
     python -P bench/train_overhead.py [--quick] [--dir DIR] [--threads 1] [--cases mnist,dnn]
+                                      [--jit-compile auto|true|false]
                                       [--repeats 2] [--quiet-wait 20]
     python -P bench/train_overhead.py --profile dnn [--quick] [--cprofile]
 
@@ -141,7 +142,9 @@ def make_data(case: Case, root: Path, num_records: int) -> Path:
 # --------------------------------------------------------------------------- Keras side
 
 
-def keras_fit(case: Case, data: str, threads: int, epochs: int) -> dict[str, Any]:
+def keras_fit(
+    case: Case, data: str, threads: int, epochs: int, jit: str = "auto"
+) -> dict[str, Any]:
     """Train with model.fit in this (fresh) process; returns the figures as a dict."""
     t_start = time.perf_counter()
     import tensorflow as tf
@@ -191,7 +194,10 @@ def keras_fit(case: Case, data: str, threads: int, epochs: int) -> dict[str, Any
     with in_task_order():
         dataset = instance.dataset_fn(dataset, Mode.TRAINING, metadata)
     dataset = dataset.batch(case.batch).prefetch(1)
-    instance.model.compile(optimizer=instance.optimizer, loss=instance.loss)
+    jit_compile = {"true": True, "false": False}.get(jit, "auto")
+    instance.model.compile(
+        optimizer=instance.optimizer, loss=instance.loss, jit_compile=jit_compile
+    )
     history = instance.model.fit(dataset, epochs=epochs, verbose=0, callbacks=[clock])
     fit_s = time.perf_counter() - t0
     total = len(records) * epochs
@@ -217,13 +223,17 @@ def keras_fit(case: Case, data: str, threads: int, epochs: int) -> dict[str, Any
     }
 
 
-def keras_in_subprocess(case: Case, data: Path, threads: int, epochs: int) -> dict[str, Any]:
+def keras_in_subprocess(
+    case: Case, data: Path, threads: int, epochs: int, jit: str = "auto"
+) -> dict[str, Any]:
     argv = [
         sys.executable,
         "-P",
         str(Path(__file__).resolve()),
         "--keras-child",
-        json.dumps({"case": case.name, "data": str(data), "threads": threads, "epochs": epochs}),
+        json.dumps(
+            {"case": case.name, "data": str(data), "threads": threads, "epochs": epochs, "jit": jit}
+        ),
     ]
     t0 = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, check=False)  # noqa: S603
@@ -379,6 +389,7 @@ def elastic_train(
     epochs: int,
     num_workers: int = 1,
     tag: str = "",
+    jit: str = "auto",
 ) -> dict[str, Any]:
     """Run one job on the local engine; returns report figures and the steady rate."""
     from elasticdl.train_command import options_from_kwargs
@@ -395,6 +406,7 @@ def elastic_train(
         num_epochs=epochs,
         records_per_task=case.records_per_task,
         intra_op_threads=threads,
+        jit_compile=jit,
         use_async=True,
         log_dir=str(root / f"log-{name}"),
     )
@@ -499,7 +511,13 @@ class TimedCallable:
 
 
 def profile_worker(
-    case: Case, data: Path, records: int, root: Path, threads: int, use_cprofile: bool
+    case: Case,
+    data: Path,
+    records: int,
+    root: Path,
+    threads: int,
+    use_cprofile: bool,
+    jit: str = "auto",
 ) -> None:
     """The worker loop in this process, its methods timed, and the CPU of its threads and of
     the PS process over the middle half of its minibatches; see the module docstring."""
@@ -528,6 +546,7 @@ def profile_worker(
         minibatch_size=case.batch,
         records_per_task=case.records_per_task,
         intra_op_threads=threads,
+        jit_compile=jit,
     )
     config_path = config.write(root / "profile-job.json")
     shards = plan_shards(count_files(str(data)), case.records_per_task)
@@ -748,13 +767,20 @@ def main(argv: list[str] | None = None) -> int:
         action="store_false",
         help="skip the tf_keras ParameterServerStrategy anchor (bench/pss_anchor.py)",
     )
+    ap.add_argument(
+        "--jit-compile",
+        choices=("auto", "true", "false"),
+        default="auto",
+        help="XLA for both sides: the job's --jit_compile and Keras's compile(jit_compile=)",
+    )
     ap.add_argument("--keras-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
     if args.keras_child:
         spec = json.loads(args.keras_child)
-        figures = keras_fit(CASES[spec["case"]], spec["data"], spec["threads"], spec["epochs"])
+        case = CASES[spec["case"]]
+        figures = keras_fit(case, spec["data"], spec["threads"], spec["epochs"], spec["jit"])
         print("KERAS " + json.dumps(figures), flush=True)
         return 0
 
@@ -765,7 +791,7 @@ def main(argv: list[str] | None = None) -> int:
         case = CASES[args.profile]
         records = case.quick_records if args.quick else case.records
         data = make_data(case, root, records)
-        profile_worker(case, data, records, root, args.threads, args.cprofile)
+        profile_worker(case, data, records, root, args.threads, args.cprofile, args.jit_compile)
         tmp.cleanup()
         return 0
 
@@ -796,9 +822,11 @@ def main(argv: list[str] | None = None) -> int:
         anchor = args.anchor and pss_available(case)
         for repeat in range(repeats):
             load = wait_quiet(quiet_wait)
-            keras = keras_in_subprocess(case, data, args.threads, epochs)
+            keras = keras_in_subprocess(case, data, args.threads, epochs, args.jit_compile)
             load = max(load, wait_quiet(quiet_wait))
-            edl = elastic_train(case, data, root, args.threads, epochs, tag=f"-r{repeat}")
+            edl = elastic_train(
+                case, data, root, args.threads, epochs, tag=f"-r{repeat}", jit=args.jit_compile
+            )
             print(f"  [{repeat + 1}/{repeats}] other processes' load before: {load:.2f} cores")
             pss = run_pss_anchor(case, data, args.threads) if anchor else None
             pairs.append((keras, edl))

@@ -621,6 +621,16 @@ TRAIN: tuple[Option, ...] = (
         takes=_JOB_CONFIG,
     ),
     Option(
+        "jit_compile",
+        "Compile the workers' training step with XLA, as Keras's jit_compile: auto (XLA on a "
+        "worker with a GPU or another accelerator, as Keras decides; not on CPUs only), true, "
+        "or false; a step that XLA cannot compile runs without it",
+        default="auto",
+        choices=("auto", "true", "false"),
+        engines=BOTH,
+        takes=_JOB_CONFIG,
+    ),
+    Option(
         "staleness_tolerance",
         "Async: a push up to this many model versions behind is applied at the full learning "
         "rate, an older one at rate x tolerance / staleness (0: always the full rate)",

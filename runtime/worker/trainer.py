@@ -51,7 +51,7 @@ from elasticdl.runtime.job_config import JobConfig
 from elasticdl.runtime.model_build import build_model
 from elasticdl.runtime.rpc_calls import CallThreads
 from elasticdl.runtime.variables import named_variables
-from elasticdl.runtime.worker.dense import dense_functions
+from elasticdl.runtime.worker.dense import dense_functions, step_uses_xla
 from elasticdl.runtime.worker.overlap import OverlapRule
 from elasticdl.runtime.worker.pipeline import TaskPipelines, evaluation_states
 
@@ -131,7 +131,11 @@ class Trainer:
 
         self._everything = variables + state
         self._all_names = self._trainable_names + self._state_names
-        functions = dense_functions(model, loss_fn, variables, state)
+        accelerators = [d for d in tf.config.list_physical_devices() if d.device_type != "CPU"]
+        xla = step_uses_xla(self.config.jit_compile, len(accelerators))
+        if xla:
+            log.info("worker %d: the training step is compiled with XLA", self.worker_id)
+        functions = dense_functions(model, loss_fn, variables, state, xla)
         self._step, self._assign_all = functions.step, functions.assign_all
         self._predict = functions.predict
         self._tables: list[Any] = []

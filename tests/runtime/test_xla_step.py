@@ -81,6 +81,16 @@ def test_a_step_xla_refuses_runs_without_it(caplog: pytest.LogCaptureFixture) ->
     assert run(step, values)[0] == pytest.approx(loss, rel=1e-6)  # and stays without it
 
 
+def test_any_error_of_the_first_compiled_call_falls_back() -> None:
+    """Such as a GPU image without CUDA's libdevice, which XLA needs and the plain step not."""
+
+    def xla(*args: object) -> str:
+        raise tf.errors.InternalError(None, None, "libdevice not found")
+
+    step = XlaFirst(xla, lambda *args: "plain")  # type: ignore[arg-type]
+    assert step() == "plain" and not step.uses_xla
+
+
 def test_an_error_after_the_step_compiled_is_raised_not_taken_for_a_refusal() -> None:
     calls: list[str] = []
 

@@ -67,6 +67,31 @@ EXIT_GRACE_S = 0.5
 """How long a pass that finds too few workers alive waits for their exits to be reported."""
 PS_SERVING_TIMEOUT_S = 120.0
 """How long a relaunched PS may take to serve again before the job fails."""
+AWAIT_SLICE_S = 1.0
+"""A recovery's wait for a relaunched PS asks in slices this long whether it still matters."""
+
+
+def serving_again(plugin: JobPlugin, ps_id: int, address: str, latest: Callable[[], bool]) -> bool:
+    """Whether relaunched PS `ps_id` serves at `address` within PS_SERVING_TIMEOUT_S. The
+    wait ends early (False) once `latest()` is false, the PS relaunched again: that relaunch's
+    own wait reports, and this one would hold the job's end and keep the workers' timeouts off
+    (`Supervisor._ps_down`) for nothing."""
+    deadline = time.monotonic() + PS_SERVING_TIMEOUT_S
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            plugin.wait_serving(ps_id, address, max(0.0, min(AWAIT_SLICE_S, left)))
+            return True
+        except TimeoutError as err:
+            if not latest():
+                return False
+            if left > AWAIT_SLICE_S:
+                continue
+            log.warning("parameter server %d did not serve again: %s", ps_id, err)
+            return False
+        except Exception as err:  # noqa: BLE001 - reported; its exit, if any, follows
+            log.warning("parameter server %d did not serve again: %s", ps_id, err)
+            return False
 
 
 class StopRequested(Exception):
@@ -154,6 +179,8 @@ class Supervisor:
         self._hung_ps: dict[int, float] = {}
         self._ports_taken: dict[int, int] = {}
         """Per PS: its exits in a row for a port that was taken (exits.PORT_RETRIES)."""
+        self._ps_starts: dict[int, int] = {}
+        """Per PS: its relaunches so far; a recovery waits only for the latest one."""
         self._last_refusal = ""
         self._stop = threading.Event()
         self._stop_reason = ""
@@ -450,9 +477,10 @@ class Supervisor:
         spawn_s = time.monotonic() - started
         self.ps_addrs[index] = address  # new workers start with it; running ones ask for it
         self.plugin.ps_started(index, address)
+        start = self._ps_starts[index] = self._ps_starts.get(index, 0) + 1
         thread = threading.Thread(
             target=self._await_ps,
-            args=(index, address, detected_at, spawn_s, restored, version_before),
+            args=(index, address, detected_at, spawn_s, restored, version_before, start),
             name=f"ps{index}-recovery",
             daemon=True,
         )
@@ -467,12 +495,13 @@ class Supervisor:
         spawn_s: float,
         restored: int | None,
         version_before: int,
+        start: int,
     ) -> None:
-        """Wait until a relaunched PS serves; its downtime is from `down_since` to then."""
-        try:
-            self.plugin.wait_serving(ps_id, address, PS_SERVING_TIMEOUT_S)
-        except Exception as err:  # noqa: BLE001 - reported; its exit, if any, follows
-            log.warning("parameter server %d did not serve again: %s", ps_id, err)
+        """Wait until a relaunched PS serves; its downtime is from `down_since` to then (see
+        `serving_again`: `start`, this relaunch's number, must stay the PS's latest)."""
+        if not serving_again(
+            self.plugin, ps_id, address, lambda: self._ps_starts.get(ps_id) == start
+        ):
             return
         now = time.monotonic()
         self.tasks.restart_clocks(now)

@@ -307,12 +307,9 @@ def test_index_reads_headers_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert index.chunk_range(10, 13) == (index.chunks[2], index.chunks[3])
 
 
-def test_range_read_fetches_only_overlapping_chunks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "few.recordio"
-    write_records(str(path), [b"%010d" % i for i in range(100)], max_chunk_bytes=56)
-    index = read_index(str(path))
+@pytest.fixture()
+def decompressed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The payload sizes of the snappy chunks decompressed from now on."""
     seen: list[int] = []
     real = rio._DECOMPRESS[Compressor.SNAPPY]
 
@@ -321,27 +318,29 @@ def test_range_read_fetches_only_overlapping_chunks(
         return real(payload, scratch)
 
     monkeypatch.setitem(rio._DECOMPRESS, Compressor.SNAPPY, spy)
+    return seen
+
+
+def test_range_read_fetches_only_overlapping_chunks(
+    tmp_path: Path, decompressed: list[int]
+) -> None:
+    path = tmp_path / "few.recordio"
+    write_records(str(path), [b"%010d" % i for i in range(100)], max_chunk_bytes=56)
+    index = read_index(str(path))
+    seen = decompressed
     with RecordIOReader(str(path), index=index) as r:
         assert list(r.read(10, 13)) == [b"%010d" % i for i in range(10, 13)]
     assert len(seen) == 2  # chunks 2 (records 8..11) and 3 (12..15)
 
 
 def test_a_reader_keeps_its_latest_chunks_for_the_next_range(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decompressed: list[int]
 ) -> None:
     """Consecutive tasks share the chunk at their boundary: it is decompressed once, and the
     kept chunks stay within CACHED_CHUNK_BYTES."""
     path = tmp_path / "kept.recordio"
     records = [b"%010d" % i for i in range(100)]
     write_records(str(path), records, max_chunk_bytes=56)  # 4 records (56 bytes) a chunk
-    decompressed: list[int] = []
-    real = rio._DECOMPRESS[Compressor.SNAPPY]
-
-    def spy(payload: memoryview, scratch: Any) -> Any:
-        decompressed.append(len(payload))
-        return real(payload, scratch)
-
-    monkeypatch.setitem(rio._DECOMPRESS, Compressor.SNAPPY, spy)
     monkeypatch.setattr(rio, "CACHED_CHUNK_BYTES", 2 * 56)
     with RecordIOReader(str(path)) as r:
         assert list(r.read(0, 6)) == records[0:6]  # chunks 0 and 1

@@ -13,9 +13,9 @@ The step is called through its one concrete function (`one_trace.py`).
 
 With `xla` (--jit_compile, decided by `step_uses_xla` as Keras decides its own `jit_compile`),
 the step is compiled by XLA; a step XLA refuses (string ops, some lookups) runs without it from
-its first call on, which is safe to repeat: XLA compiles before anything executes, and a
-compiled call writes its variables only when it ends, so the refused call assigned nothing (an
-error that is the model's own comes back from the plain step). Measured on 2 CPU cores
+its first call on, which is safe to repeat: XLA compiles before anything executes, and what
+the step writes (the values it is given) the plain retry writes again (an error that is the
+model's own comes back from the plain step). Measured on 2 CPU cores
 (bench/RESULTS.md): `regressor.DNN`'s minibatch 2.82-3.15 -> 2.66-2.80 ms, the MNIST CNN's
 11.8 -> 76 ms (XLA's CPU convolutions against oneDNN's), hence not on CPUs by default.
 """

@@ -53,7 +53,7 @@ class FlatCall:
         for leaf, (dtype, rank, dims) in zip(leaves, self._specs, strict=True):
             if isinstance(leaf, np.ndarray):
                 leaf = tf.convert_to_tensor(leaf)
-            elif not isinstance(leaf, tf.Tensor) or isinstance(leaf, tf.SparseTensor):
+            elif not isinstance(leaf, tf.Tensor):  # a composite or Python value: bound
                 return None
             shape = leaf.shape
             if leaf.dtype != dtype or shape.rank != rank:

@@ -116,7 +116,9 @@ def dense_functions(
     def predict(features: Any) -> Any:
         return model(features, training=False)
 
-    plain = OneTrace(tf.function(step, reduce_retracing=True))
-    compiled = tf.function(step, reduce_retracing=True, jit_compile=True)
-    traced = XlaFirst(OneTrace(compiled), plain) if xla else plain
+    traced: OneTrace | XlaFirst = OneTrace(tf.function(step, reduce_retracing=True))
+    if xla:
+        traced = XlaFirst(
+            OneTrace(tf.function(step, reduce_retracing=True, jit_compile=True)), traced
+        )
     return DenseFunctions(traced, FlatCall(assign_all.get_concrete_function()), predict)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from elasticdl.runtime import keras_mode
+from elasticdl.runtime.devices import LOCAL_JOB_FLAG
 from elasticdl.runtime.job_config import host_port
 from elasticdl.runtime.master.exits import ExitKind, Role, kind_of_status
 from elasticdl.runtime.master.ports import choose_port
@@ -173,6 +174,7 @@ class LocalInstanceManager(InstanceManager):
     taken its old one); the master tells running workers its new address
     (`Master.get_ps_addresses`). Each has a private TMPDIR, `<log_dir>/tmp/<role><index>`,
     removed at shutdown: a killed TensorFlow process leaves its autograph files there.
+    Each gets `--local_job`: they share the machine's GPUs (runtime/devices.py).
     """
 
     def __init__(
@@ -249,7 +251,7 @@ class LocalInstanceManager(InstanceManager):
         old = self._ps_ports.get(ps_id)
         port = choose_port(self.host, avoid=() if old is None else (old,))
         self._ps_ports[ps_id] = port
-        self._spawn(Role.PS, ps_id, ["--ps_id", str(ps_id), "--port", str(port)])
+        self._spawn(Role.PS, ps_id, ["--ps_id", str(ps_id), "--port", str(port), LOCAL_JOB_FLAG])
         return host_port(self.host, port)
 
     def start_worker(self, worker_id: int, ps_addrs: Sequence[str]) -> None:
@@ -263,6 +265,7 @@ class LocalInstanceManager(InstanceManager):
                 self.master_addr,
                 "--ps_addrs",
                 ",".join(ps_addrs),
+                LOCAL_JOB_FLAG,
             ],
         )
 

@@ -1,5 +1,5 @@
 """Parameter server process: `python -P -m elasticdl.runtime.ps.main --config JOB_JSON --ps_id I
---port P [--host 127.0.0.1] [--log_level info]`.
+--port P [--host 127.0.0.1] [--log_level info] [--local_job]`.
 
 Logs "parameter server I listening on HOST:PORT" (stderr) once it accepts connections. SIGTERM or
 SIGINT stops it gracefully (in-flight rpcs get 2 s, queued checkpoint writes up to 30 s) and it
@@ -21,6 +21,8 @@ import signal
 import sys
 import threading
 
+from elasticdl.runtime.devices import LOCAL_JOB_FLAG, LOCAL_JOB_HELP
+
 GRACE_S = 2.0
 CHECKPOINT_GRACE_S = 30.0
 
@@ -34,6 +36,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--log_level", default="info", choices=["debug", "info", "warning", "error"]
     )
+    parser.add_argument(LOCAL_JOB_FLAG, action="store_true", help=LOCAL_JOB_HELP)
     return parser.parse_args(argv)
 
 
@@ -54,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
     exit_when_orphaned()
 
+    from elasticdl.runtime.devices import ProcessRole, use_devices
     from elasticdl.runtime.job_config import JobConfig, configure_tensorflow
 
     try:
@@ -73,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         configure_tensorflow(config)
+        use_devices(ProcessRole.PS, args.local_job)
         from elasticdl.runtime import auth
         from elasticdl.runtime.master.exits import PORT_TAKEN_EXIT
         from elasticdl.runtime.ps.servicer import PortTakenError, servicer_of, start_server

@@ -26,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from elasticdl.runtime.devices import LOCAL_JOB_FLAG, LOCAL_JOB_HELP
 from elasticdl.runtime.worker.progress import ProgressReports
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--master_addr", required=True)
     parser.add_argument("--ps_addrs", default="", help="empty for predict/evaluate jobs")
     parser.add_argument("--log_level", default="info")
+    parser.add_argument(LOCAL_JOB_FLAG, action="store_true", help=LOCAL_JOB_HELP)
     return parser.parse_args(argv)
 
 
@@ -178,11 +180,13 @@ def run(args: argparse.Namespace) -> int:
     from elasticdl.proto import elasticdl_pb2 as pb
     from elasticdl.proto import elasticdl_pb2_grpc
     from elasticdl.runtime import auth
+    from elasticdl.runtime.devices import ProcessRole, use_devices
     from elasticdl.runtime.job_config import GRPC_OPTIONS, JobConfig, configure_tensorflow
     from elasticdl.runtime.ps.client import PSNeverReadyError
 
     config = JobConfig.read(args.config)
     configure_tensorflow(config)
+    use_devices(ProcessRole.WORKER, args.local_job, args.worker_id)
     credentials = auth.for_process(args.config, config.secret_file, config.tls_dir)
     channel = auth.channel(args.master_addr, credentials, GRPC_OPTIONS)
     master = elasticdl_pb2_grpc.MasterStub(channel)

@@ -56,7 +56,11 @@ RUN groupadd --system --gid 1000 elasticdl \
        --shell /usr/sbin/nologin elasticdl
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build /opt/elasticdl /opt/elasticdl
+# A pod given a GPU (`--worker_resource_request gpu=1`) gets the driver's CUDA libraries from
+# the NVIDIA container runtime only for the capabilities named here (unset, older runtimes mount
+# `utility` alone, without libcuda); which GPUs it sees stays the device plugin's decision.
 ENV PATH=/opt/venv/bin:$PATH \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \

@@ -590,6 +590,9 @@ def test_runtime_dockerfile_static_checks():
             env.update(key_values(args))
     assert env["PYTHONUNBUFFERED"] == "1" and env["TF_CPP_MIN_LOG_LEVEL"] == "2"
     assert env["PATH"].startswith("/opt/venv/bin:")
+    # CUDA for a pod given a GPU; its GPUs are the device plugin's, never all of a node's.
+    assert env["NVIDIA_DRIVER_CAPABILITIES"] == "compute,utility"
+    assert "NVIDIA_VISIBLE_DEVICES" not in env
 
     labels: dict[str, str] = {}
     args_defaults: dict[str, str] = {}

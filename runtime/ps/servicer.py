@@ -30,6 +30,7 @@ the latest valid checkpoint in `checkpoint_dir` (a relaunched PS of a running jo
 
 from __future__ import annotations
 
+import errno
 import logging
 import time
 from concurrent import futures
@@ -505,6 +506,23 @@ class PortTakenError(RuntimeError):
     """The PS's port could not be bound: another process holds it."""
 
 
+def why_unbound(host: str, port: int) -> OSError | None:
+    """Why a plain TCP socket cannot bind `host:port` now (gRPC's failed bind says nothing of
+    it), None when it can: the holder let go meanwhile, which is the port's being taken too."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC binds
+            probe.bind(address)
+    except OSError as error:
+        return error
+    return None
+
+
 def start_server(
     servicer: ParameterServerServicer,
     port: int,
@@ -512,7 +530,8 @@ def start_server(
     credentials: auth.JobAuth | None = None,
 ) -> tuple[grpc.Server, int]:
     """Bind and start a gRPC server for `servicer`; returns it and the bound port (port 0:
-    any free port). A busy port raises RuntimeError naming the shard, host and port. With
+    any free port). A busy port raises PortTakenError naming the shard, host and port, an
+    address that cannot be bound at all a RuntimeError saying why. With
     `credentials`, calls without the job's secret are refused (runtime/auth.py)."""
     server = grpc.server(
         futures.ThreadPoolExecutor(
@@ -521,6 +540,8 @@ def start_server(
         options=SERVER_OPTIONS,
         interceptors=auth.server_interceptors(credentials),
     )
+    if not 0 <= port <= 65535:
+        raise ValueError(f"parameter server {servicer.ps_id}: port {port} is not in [0, 65535]")
     server.add_generic_rpc_handlers((_handlers(servicer),))
     try:
         bound = auth.add_port(server, host_port(host, port), credentials)
@@ -528,9 +549,15 @@ def start_server(
         bound = 0
     if bound == 0:
         server.stop(None)
-        raise PortTakenError(
-            f"parameter server {servicer.ps_id}: port {port} on {host} is in use "
-            "(or the address cannot be bound); choose another port or stop the process using it"
+        error = why_unbound(host, port)
+        if error is None or error.errno == errno.EADDRINUSE:
+            raise PortTakenError(
+                f"parameter server {servicer.ps_id}: port {port} on {host} is in use; "
+                "choose another port or stop the process using it"
+            )
+        raise RuntimeError(  # not the port's: another port would not help
+            f"parameter server {servicer.ps_id}: cannot listen on {host}:{port}: "
+            f"{error.strerror or error}; give --host an address of this machine"
         )
     server.start()
     return server, bound

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import queue
 import signal
@@ -33,7 +34,14 @@ from elasticdl.runtime.ps.client import (
 )
 from elasticdl.runtime.ps.parameters import GradientPolicy, Parameters
 from elasticdl.runtime.ps.partition import ps_of
-from elasticdl.runtime.ps.servicer import ParameterServerServicer, serve, start_server
+from elasticdl.runtime.ps.servicer import (
+    ParameterServerServicer,
+    PortTakenError,
+    serve,
+    servicer_of,
+    start_server,
+    why_unbound,
+)
 from elasticdl.runtime.tensor_codec import encode
 from elasticdl.runtime.variables import named_variables, values_of
 from elasticdl.runtime.zoo_source import builtin_zoo_root
@@ -204,6 +212,39 @@ def test_a_busy_port_is_a_clear_error():
             serve(job_config(num_ps=1), 0, taken)
 
 
+def test_why_a_port_cannot_be_bound():
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        sock.listen()
+        taken = sock.getsockname()[1]
+        assert why_unbound(HOST, taken).errno == errno.EADDRINUSE
+    assert why_unbound(HOST, taken) is None  # let go
+
+
+def test_an_address_that_cannot_be_bound_is_not_a_taken_port(monkeypatch):
+    """Relaunching such a PS on another port would fail the same way: a plain error (exit 1),
+    not PortTakenError (the master's retry elsewhere)."""
+    from elasticdl.runtime.ps import servicer as module
+
+    not_here = OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address")
+    monkeypatch.setattr(module, "why_unbound", lambda host, port: not_here)
+    servicer = servicer_of(job_config(num_ps=1), 0)
+    with socket.socket() as sock:  # gRPC's own bind fails for real
+        sock.bind((HOST, 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(RuntimeError) as raised:
+            start_server(servicer, port, HOST)
+    assert not isinstance(raised.value, PortTakenError)
+    assert str(raised.value) == (
+        f"parameter server 0: cannot listen on {HOST}:{port}: Cannot assign requested address; "
+        "give --host an address of this machine"
+    )
+    with pytest.raises(ValueError, match=r"parameter server 0: port 70000 is not in \[0, 65535\]"):
+        start_server(servicer, 70000, HOST)
+    servicer.close(0)
+
+
 def test_an_unreachable_shard_is_a_typed_error():
     address = f"{HOST}:{choose_port(HOST)}"
     with PSClient([address], timeout_s=5) as client:
@@ -317,8 +358,8 @@ def test_main_serves_refuses_a_busy_port_and_exits_0_on_sigterm(tmp_path: Path, 
         busy = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
         assert busy.returncode == PORT_TAKEN_EXIT  # the master relaunches it elsewhere
         assert busy.stderr.strip().splitlines()[-1] == (
-            f"parameter server 0: port {port} on {HOST} is in use (or the address cannot be "
-            "bound); choose another port or stop the process using it"
+            f"parameter server 0: port {port} on {HOST} is in use; choose another port or stop "
+            "the process using it"
         )
 
         process.send_signal(signal.SIGTERM)

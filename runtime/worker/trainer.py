@@ -86,6 +86,14 @@ class _InFlight:
     batch: tuple[Any, Any, int, int, int]
     overlapped: bool = False  # computed while the push before it was in flight
     tensors: Any = None  # a Future of the answer's values as tensors (`_answer_tensors`)
+    state: dict[str, np.ndarray] | None = None  # its minibatch's non-trainable state
+
+
+def rows_of(labels: Any) -> int:
+    """The rows of a minibatch, read off its labels."""
+    first = tf.nest.flatten(labels)[0]
+    size = first.shape[0]
+    return int(size) if size is not None else int(tf.shape(first)[0])
 
 
 class Trainer:
@@ -277,9 +285,7 @@ class Trainer:
         if task_id != self._task_id:
             self._riding_out(self.flush)
             self._task_id, self._applied_end = task_id, 0
-        if not self._overlap.overlap and self._in_flight is not None:
-            self._riding_out(self.flush)  # going serial: the overlapped push lands first
-        train = self._train_batch_overlapped if self._overlap.overlap else self._train_batch
+        train = self._train_batch_async if self._async else self._train_batch
         return self._riding_out(lambda: train(features, labels, records, task_id, records_end))
 
     def finish_task(self) -> int:
@@ -312,12 +318,14 @@ class Trainer:
 
     def flush(self, keep: dict[str, np.ndarray] | None = None) -> int:
         """Wait for the push in flight (if any) and take its answer (`keep`: this replica's
-        newer non-trainable state); the task's records applied."""
+        newer non-trainable state, by default that of the push's own minibatch); the task's
+        records applied."""
         in_flight, self._in_flight = self._in_flight, None
         if in_flight is not None:
             try:
                 tensors = None if in_flight.tensors is None else in_flight.tensors.result()
                 result = in_flight.pending.result()
+                keep = in_flight.state if keep is None else keep
                 self._absorb(result, in_flight.versions, keep or {}, tensors)
                 self._applied_end = in_flight.batch[4]
                 self._overlap.observe(result.staleness, in_flight.overlapped)
@@ -388,7 +396,7 @@ class Trainer:
         self, features: Any, labels: Any, records: int, task_id: int, records_end: int
     ) -> BatchResult:
         """One minibatch, serially: compute, push, take the answer; retry on stale rejection
-        (sync mode)."""
+        (sync mode; async, the redo of a push lost with a parameter server)."""
         for _ in range(MAX_STALE_RETRIES):
             loss, grads, state_values, sparse = self._compute(features, labels)
             if not math.isfinite(loss):
@@ -411,13 +419,19 @@ class Trainer:
             "lower --grads_to_wait or use --use_async"
         )
 
-    def _train_batch_overlapped(
+    def _train_batch_async(
         self, features: Any, labels: Any, records: int, task_id: int, records_end: int
     ) -> BatchResult:
-        """Async: compute this minibatch while the previous one's push travels, take that
-        push's answer, then send this one's (at most one push in flight, see the module
-        docstring)."""
-        overlapped = self._in_flight is not None
+        """Async: send this minibatch's push and return without its answer (at most one push
+        in flight). Overlapping (overlap.py), the minibatch is computed while the previous
+        push travels, whose answer is taken before this push is sent. Serial, that answer is
+        taken first and the minibatch computed on it, as a serial worker would, and the push
+        travels while the worker's loop reads the next minibatch and reports: the wait for it
+        moves from after this push to before the next minibatch's step."""
+        overlap = self._overlap.overlap
+        overlapped = overlap and self._in_flight is not None
+        if not overlap:
+            self.flush()
         loss, grads, state_values, sparse = self._compute(features, labels)
         if not math.isfinite(loss):
             return BatchResult(records, loss, False, self._applied_end)
@@ -429,7 +443,8 @@ class Trainer:
         tensors = None
         if self._model_bytes >= CONVERT_AHEAD_BYTES:
             tensors = self._answers.submit(_answer_tensors, pending)
-        self._in_flight = _InFlight(pending, list(self._versions), batch, overlapped, tensors)
+        versions = list(self._versions)
+        self._in_flight = _InFlight(pending, versions, batch, overlapped, tensors, state_values)
         return BatchResult(records, loss, True, self._applied_end)
 
     def _sparse_inputs(self, features: Any) -> tuple[Any, np.ndarray]:
@@ -462,11 +477,7 @@ class Trainer:
             self._pipelines, self._predict, self._eval_metrics, records, metadata
         )
 
-    @staticmethod
-    def batch_size(labels: Any) -> int:
-        first = tf.nest.flatten(labels)[0]
-        size = first.shape[0]
-        return int(size) if size is not None else int(tf.shape(first)[0])
+    batch_size = staticmethod(rows_of)
 
     def warm_up(self, records: list[bytes], metadata: DatasetMetadata) -> None:
         """A spare's preparation: build the model and trace the compiled step on one

@@ -63,8 +63,16 @@ def two_trainers(tmp_path):
         server.stop(None)
 
 
-def test_workers_overlap_alone_and_go_serial_while_another_pushes(two_trainers):
+def test_workers_overlap_alone_and_go_serial_while_another_pushes(two_trainers, monkeypatch):
     (a, b), records, file, ps = two_trainers
+    seen: list[tuple[list[int], bool]] = []  # (staleness, overlapped) of each answered push
+    observe = OverlapRule.observe
+
+    def observing(rule: OverlapRule, staleness: list[int], overlapped: bool) -> bool:
+        seen.append((list(staleness), overlapped))
+        return observe(rule, staleness, overlapped)
+
+    monkeypatch.setattr(OverlapRule, "observe", observing)
     metadata = a.metadata_for(file, records[0])
     for trainer in (a, b):
         trainer.ensure_built(records, metadata)
@@ -85,13 +93,18 @@ def test_workers_overlap_alone_and_go_serial_while_another_pushes(two_trainers):
     assert a.finish_task() == 128
     # Both pushing in turns: overlapping would put each push 3 versions behind; both go serial
     # after their first answers and stay serial (each push 1 behind: the other's).
+    del seen[:]
     turns = [(step(a, 2, n), step(b, 3, n)) for n in range(8)]
     assert all(not x and not y for x, y in turns[3:]), turns
+    # Serial, a push still travels while the worker's loop goes on, but the next minibatch is
+    # computed on its answer: each serial push is 1 version behind, the other worker's push.
+    assert seen[6:] == [([1], False)] * len(seen[6:]), seen
     assert b.finish_task() == 256
-    # Alone again (b's last push, sent by finish_task, precedes a's first): serial until
-    # ALONE_PUSHES pushes that nobody else's preceded, then overlapping.
+    # Alone again: a's first push (computed before b's last one landed) is 1 behind; then serial
+    # until ALONE_PUSHES pushes that nobody else's preceded were answered (an answer is taken
+    # before the next minibatch's step), then overlapping.
     alone = [step(a, 2, n) for n in range(8, 16)]
-    assert alone == [False] * ALONE_PUSHES + [True] * (8 - ALONE_PUSHES), alone
+    assert alone == [False] * (ALONE_PUSHES + 1) + [True] * (7 - ALONE_PUSHES), alone
     assert a.finish_task() == 32 * 16
     # No push was lost or doubled on the way from overlapped to serial and back.
     assert ps.pull(-1).versions == [pushed]

@@ -74,7 +74,7 @@ from elasticdl.runtime.master.tensorboard import open_feed, set_aside_default
 from elasticdl.runtime.master.training_plugin import Evaluations, TrainingPlugin
 from elasticdl.runtime.model_spec import load_model_spec
 from elasticdl.runtime.outputs import PublishError, check_output, publish, staging_dir
-from elasticdl.runtime.zoo_source import resolve_zoo
+from elasticdl.runtime.zoo_source import ZooSource, resolve_zoo
 
 log = logging.getLogger("elasticdl.master")
 
@@ -134,9 +134,8 @@ class TrainingJob:
 
     # -- preparation ---------------------------------------------------------------------------
 
-    def _prepare(self) -> tuple[JobConfig, TaskManager, list[bytes], Path]:
+    def _prepare(self, zoo: ZooSource) -> tuple[JobConfig, TaskManager, list[bytes], Path]:
         o = self.options
-        zoo = resolve_zoo(o.model_zoo)
         spec = load_model_spec(
             o.model_def,
             params=o.params,
@@ -237,15 +236,15 @@ class TrainingJob:
         o = self.options
         self._started = time.monotonic()
         local = self._manager_factory is LocalInstanceManager
-        zoo_root = resolve_zoo(o.model_zoo).root
-        likely = keras_switch.likely(o.keras_version, zoo_root, o.model_def)
+        zoo = resolve_zoo(o.model_zoo)  # once: a git zoo's branch may move meanwhile
+        likely = keras_switch.likely(o.keras_version, zoo.root, o.model_def)
         self._files = count_files(o.training_data)  # bad data fails before anything starts
         with job_start(local, o.num_ps + o.num_workers, likely) as standbys:
-            return self._run(zoo_root, standbys)
+            return self._run(zoo, standbys)
 
-    def _run(self, zoo_root: Path, standbys: Standbys | None) -> JobResult:
+    def _run(self, zoo: ZooSource, standbys: Standbys | None) -> JobResult:
         o = self.options
-        mode = keras_switch.resolve(o.keras_version, zoo_root, o.model_def, o.params or "")
+        mode = keras_switch.resolve(o.keras_version, zoo.root, o.model_def, o.params or "")
         o.keras_version = mode
         if not keras_switch.ensure(mode):
             if self._manager_factory is not LocalInstanceManager:
@@ -255,7 +254,7 @@ class TrainingJob:
             child = dataclasses.replace(o, job_name=self.job_name)
             return keras_switch.run_elsewhere("train", child, mode)
         master_devices(local=self._manager_factory is LocalInstanceManager)
-        config, task_manager, sample, work = self._prepare()
+        config, task_manager, sample, work = self._prepare(zoo)
         config, credentials = auth.secure(config, work, self.options.tls_dir)
         config_path = config.write(work / "job.json")
         servicer = MasterServicer(task_manager, scale_inbox=self.scale_inbox, hold_workers=True)

@@ -147,7 +147,14 @@ def test_sync_single_worker_matches_single_process_training(tmp_path, regression
         )
 
 
-def test_regressor_beats_the_naive_model(tmp_path, regression_data):
+def test_regressor_beats_the_naive_model(tmp_path, regression_data, monkeypatch):
+    from elasticdl.runtime.master import training_job
+
+    resolved = []  # the zoo is resolved once a job: a git zoo's branch may move between fetches
+    resolve = training_job.resolve_zoo
+    monkeypatch.setattr(
+        training_job, "resolve_zoo", lambda zoo: resolved.append(zoo) or resolve(zoo)
+    )
     output = tmp_path / "model"
     result = elasticdl.train(
         model_def="regressor.DNN",
@@ -160,6 +167,7 @@ def test_regressor_beats_the_naive_model(tmp_path, regression_data):
         records_per_task=256,
     )
     assert result.succeeded, result.error
+    assert resolved == [None]  # --model_zoo not given: the builtin zoo
     records = list(read_records(str(regression_data / "regression-00001-of-00002.recordio")))
     _, instance, (features, labels) = load_trained(output, records)
     predictions = instance.model(features, training=False).numpy().ravel()

@@ -28,8 +28,12 @@ before `elasticdl.train`), the process keeps its devices and a warning says what
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
+import os
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +43,9 @@ LOCAL_JOB_FLAG = "--local_job"
 LOCAL_JOB_HELP = "a local job's process: the job's processes share this machine's GPUs"
 """The flag a local job gives its parameter servers and workers (`local` below); pods go
 without it."""
+GROWTH_ENV = "TF_FORCE_GPU_ALLOW_GROWTH"
+"""TensorFlow's switch for GPU memory taken as needed (its GPU guide), read when it sets up its
+GPUs: a user's own value is left as it is."""
 
 
 class ProcessRole(enum.Enum):
@@ -109,10 +116,27 @@ def use_devices(role: ProcessRole, local: bool, worker_id: int = 0) -> bool:
     return apply_plan(device_plan(role, len(gpus), local, worker_id), gpus, tf.config, role)
 
 
-def master_devices(local: bool) -> bool:
-    """`use_devices` for a job's master: elasticdl's own process (the command, a pod) or the
-    user's program that called `elasticdl.train` and the like (keras_mode.own_process)."""
-    from elasticdl.runtime import keras_mode
+@contextlib.contextmanager
+def master_devices(local: bool, own_process: bool) -> Iterator[None]:
+    """A job's master's GPUs, for as long as it runs; entered before it runs any TensorFlow
+    op (its model checks build the model, and the Keras probe may).
 
-    own = keras_mode.own_process()
-    return use_devices(ProcessRole.MASTER if own else ProcessRole.MASTER_IN_PROGRAM, local)
+    elasticdl's own process (the command, a pod; TensorFlow imported already): none. The user's
+    program, local job: memory as needed, through TensorFlow's `GROWTH_ENV` while the job runs
+    (read when TensorFlow sets its GPUs up, whenever that comes; not imported here, it would fix
+    the Keras mode before the job decides it) and, where TensorFlow was imported already,
+    through `tf.config` too, which warns when it ran ops on them before the job."""
+    if own_process:
+        use_devices(ProcessRole.MASTER, local)
+        yield
+        return
+    unset = local and GROWTH_ENV not in os.environ
+    if unset:
+        os.environ[GROWTH_ENV] = "true"
+    try:
+        if local and "tensorflow" in sys.modules:
+            use_devices(ProcessRole.MASTER_IN_PROGRAM, local)
+        yield
+    finally:
+        if unset:
+            os.environ.pop(GROWTH_ENV, None)

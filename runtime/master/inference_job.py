@@ -42,7 +42,6 @@ from elasticdl.runtime.data.metadata import DatasetMetadata
 from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import Shard, plan_shards
-from elasticdl.runtime.devices import master_devices
 from elasticdl.runtime.job_config import JobConfig, host_port
 from elasticdl.runtime.master import keras_switch
 from elasticdl.runtime.master import report as views
@@ -251,7 +250,6 @@ class InferenceJob:
                 standbys.close()  # in the other Keras: the child master starts its own
             child = dataclasses.replace(o, job_name=self.job_name)
             return keras_switch.run_elsewhere(o.job_type, child, self._keras)
-        master_devices(local=self._manager_factory is LocalInstanceManager)
         config, shards, facts, work = self._prepare()
         task_type = TaskType.PREDICTION if o.job_type == "predict" else TaskType.EVALUATION
         task_manager = TaskManager(

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from elasticdl.runtime import keras_mode
+from elasticdl.runtime.devices import master_devices
 from elasticdl.runtime.job_config import import_tensorflow
 from elasticdl.runtime.master.instances import InstanceManager, LocalInstanceManager, job_env
 
@@ -108,13 +109,16 @@ def for_local_job(num_processes: int, mode: str) -> Standbys | None:
 def job_start(local: bool, num_processes: int, mode: str) -> Iterator[Standbys | None]:
     """What a job's master does first, for the length of its run: standbys for a local job
     (`for_local_job`), then, in elasticdl's own process, its TensorFlow import in `mode`
-    without scikit-learn (keras_mode.mark_own_process; 0.5 s). The standbys are ended with
-    the run (those taken are the job's processes by then)."""
+    without scikit-learn (keras_mode.mark_own_process; 0.5 s), then its GPUs
+    (runtime/devices.py). The standbys are ended with the run (those taken are the job's
+    processes by then)."""
     standbys = for_local_job(num_processes, mode) if local else None
     try:
-        if keras_mode.own_process() and not keras_mode.tensorflow_imported():
+        own = keras_mode.own_process()
+        if own and not keras_mode.tensorflow_imported():
             import_tensorflow(mode)
-        yield standbys
+        with master_devices(local, own_process=own):
+            yield standbys
     finally:
         if standbys is not None:
             standbys.close()

@@ -36,7 +36,6 @@ from elasticdl.runtime.callbacks import CallbackError, EarlyStopper, JobCallback
 from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import plan_shards
-from elasticdl.runtime.devices import master_devices
 from elasticdl.runtime.job_config import JobConfig, host_port
 from elasticdl.runtime.master import keras_switch
 from elasticdl.runtime.master import report as views
@@ -253,7 +252,6 @@ class TrainingJob:
                 standbys.close()  # in the other Keras: the child master starts its own
             child = dataclasses.replace(o, job_name=self.job_name)
             return keras_switch.run_elsewhere("train", child, mode)
-        master_devices(local=self._manager_factory is LocalInstanceManager)
         config, task_manager, sample, work = self._prepare(zoo)
         config, credentials = auth.secure(config, work, self.options.tls_dir)
         config_path = config.write(work / "job.json")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,3 +132,21 @@ def test_local_processes_are_told_they_share_the_machine():
     assert not ps_args(ps).local_job
     assert worker_args([*worker, devices.LOCAL_JOB_FLAG]).local_job
     assert not worker_args(worker).local_job
+
+
+def test_a_local_job_in_the_users_program_takes_gpu_memory_as_needed_while_it_runs(monkeypatch):
+    monkeypatch.delenv(devices.GROWTH_ENV, raising=False)
+    with devices.master_devices(local=True, own_process=False):
+        assert os.environ[devices.GROWTH_ENV] == "true"
+    assert devices.GROWTH_ENV not in os.environ
+    monkeypatch.setenv(devices.GROWTH_ENV, "false")  # the user's own choice stays
+    with devices.master_devices(local=True, own_process=False):
+        assert os.environ[devices.GROWTH_ENV] == "false"
+    assert os.environ[devices.GROWTH_ENV] == "false"
+
+
+def test_a_cluster_job_or_elasticdls_own_master_leaves_the_environment(monkeypatch):
+    monkeypatch.delenv(devices.GROWTH_ENV, raising=False)
+    for local, own in ((False, False), (True, True), (False, True)):
+        with devices.master_devices(local=local, own_process=own):
+            assert devices.GROWTH_ENV not in os.environ

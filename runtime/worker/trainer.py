@@ -21,7 +21,10 @@ with one worker); a progress report only counts records whose push came back
 worker's task from what the parameter servers applied. `finish_task()` waits for the push in
 flight (the end of a task; evaluation does the same). Sync mode stays serial: a sync job with
 one worker trains exactly like one process. An async worker overlaps only while no other worker
-is pushing (`overlap.py`): with others, the overlap would double the staleness.
+is pushing (`overlap.py`): with others, the overlap would double the staleness. Not overlapping,
+it still returns with its push in flight, but takes that push's answer before it computes the
+next minibatch: the staleness of a serial worker, and its loop's work done while the push
+travels (2 workers on regressor.DNN: 84-88k -> 91-92k records/s).
 
 Records flow through the spec's `dataset_fn` in the task's visiting order (a seeded
 permutation of the shard, see `order.py`), through pipelines traced once (`pipeline.py`).

@@ -5,6 +5,7 @@ server over gRPC on 127.0.0.1, taking turns in a fixed order (no timing involved
 from __future__ import annotations
 
 import os
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -52,11 +53,11 @@ def two_trainers(tmp_path):
     records = list(read_records(str(file)))
     config = JobConfig("overlap", "tiny.custom_model", str(zoo), minibatch_size=32, use_async=True)
     server, port = start_server(ParameterServerServicer(parameters_of(config)), 0)
-    clients = [PSClient([f"127.0.0.1:{port}"], timeout_s=30) for _ in range(2)]
+    clients = [PSClient([f"127.0.0.1:{port}"], timeout_s=30) for _ in range(3)]
     clients[0].wait_ready(10)
-    trainers = [Trainer(config, client, worker_id) for worker_id, client in enumerate(clients)]
+    trainers = [Trainer(config, client, worker_id) for worker_id, client in enumerate(clients[:2])]
     try:
-        yield trainers, records, str(file), clients[0]
+        yield trainers, records, str(file), clients[2]  # the last: the test's own
     finally:
         for client in clients:
             client.close()
@@ -86,6 +87,12 @@ def test_workers_overlap_alone_and_go_serial_while_another_pushes(two_trainers, 
         result = trainer.train_batch(features, labels, 32, task, 32 * (n + 1))
         assert result.finite
         pushed += 1
+        # The push may still travel (the trainer takes its answer later): the turn ends once
+        # the server applied it, so that pushes land in the order of the turns.
+        deadline = time.monotonic() + 10
+        while ps.pull(-1).versions != [pushed]:
+            assert time.monotonic() < deadline, "a push was not applied within 10 s"
+            time.sleep(0.005)
         return trainer.overlapping
 
     # Alone: every push is 1 version behind (its own previous one), and it keeps overlapping.

@@ -337,9 +337,10 @@ def timed_job_class() -> type:
         timeline: list[tuple[float, int, int, int]]
         cpu_marks: list[tuple[float, dict[str, float]]]
 
-        def _prepare(self) -> Any:
+        def _prepare(self, *args: Any, **kwargs: Any) -> Any:
+            # Arguments passed through: TrainingJob._prepare is private, its signature moves.
             self._t0 = time.monotonic()  # the job's own start time lives in its supervisor now
-            config, tasks, sample, work = super()._prepare()
+            config, tasks, sample, work = super()._prepare(*args, **kwargs)
             self.timeline = []
             self.cpu_marks = []
             original = tasks.report_progress

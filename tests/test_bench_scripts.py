@@ -69,3 +69,25 @@ def test_thread_window_names_the_threads_that_used_the_cpu():
     assert used.get("spinner", 0.0) >= 0.25, window.rows
     assert window.total_s >= used["spinner"]
     assert "spinner" in window.report("this process", per=10)
+
+
+def test_the_timed_job_of_train_overhead_runs_a_real_job(tmp_path):
+    """bench/train_overhead.py times a job through a subclass of TrainingJob (its progress
+    reports as the master receives them); a change to the job's internals once broke every
+    benchmark built on it with no test failing. A tiny regressor.DNN job through it: every
+    record trained, the timeline and the steady figures read from it."""
+    import dataclasses
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        import train_overhead as overhead
+    finally:
+        sys.path.remove(str(BENCH))
+
+    case = dataclasses.replace(overhead.CASES["dnn"], batch=64, records_per_file=1024)
+    data = overhead.make_data(case, tmp_path, 1024)
+    figures = overhead.elastic_train(case, data, tmp_path, threads=1, epochs=1)
+    assert figures["records"] == 1024
+    assert figures["timeline"][-1][1] == 1024
+    assert figures["steady_ms_per_batch"] > 0
+    assert figures["startup_s"] > 0

@@ -76,14 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         *("--minibatch_size", str(case.batch), "--num_epochs", "1", "--use_async", "true"),
         *("--records_per_task", str(case.records_per_task)),
     ]
-    keras_spec = {"case": "dnn", "data": str(data), "threads": 0, "epochs": 1}
     commands = {
         "elasticdl": [sys.executable, "-P", "-m", "elasticdl", *job],
         "no_standbys": [sys.executable, "-P", "-c", _NO_STANDBYS, *job],
-        "keras": [
-            *(sys.executable, "-P", str(Path(bench.__file__).resolve())),
-            *("--keras-child", json.dumps(keras_spec)),
-        ],
+        "keras": bench.keras_child_argv(case, data, threads=0, epochs=1),
     }
     print(f"runtime: {runtime_revision()}; {records} records, {args.workers} worker(s), 1 PS")
     walls: dict[str, list[float]] = {name: [] for name in commands}

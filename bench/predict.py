@@ -472,7 +472,8 @@ def elastic_predict(
         raise RuntimeError(f"prediction job failed: {result.error}")
     report = result.report
     rows = report["records"]["written"]
-    t0 = job._t0
+    # The workers' launch: the job's preparation (model file, data counted) is in the report.
+    t0 = t_call + report["throughput"]["preparing_seconds"]
     gets = [m for m in marks if m[0] == "get"]
     dones = [m for m in marks if m[0] == "done"]
     first_get: dict[int, float] = {}

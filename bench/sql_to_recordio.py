@@ -554,6 +554,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         return child_main(args.child)
 
+    import importlib.util
+
+    if importlib.util.find_spec("pandas") is None:
+        print("the naive baseline is pandas.read_sql: pip install -e '.[bench]'", file=sys.stderr)
+        return 2
     t_main = time.perf_counter()
     dbs = (args.dbs or ("sqlite" if args.quick else "sqlite,postgresql")).split(",")
     rows = args.rows or (100_000 if args.quick else 1_000_000)

@@ -244,18 +244,18 @@ def keras_fit(
     }
 
 
+def keras_child_argv(
+    case: Case, data: Path, threads: int, epochs: int, jit: str = "auto"
+) -> list[str]:
+    """The command line of a fresh process that runs `keras_fit` and prints its figures."""
+    spec = {"case": case.name, "data": str(data), "threads": threads, "epochs": epochs, "jit": jit}
+    return [sys.executable, "-P", str(Path(__file__).resolve()), "--keras-child", json.dumps(spec)]
+
+
 def keras_in_subprocess(
     case: Case, data: Path, threads: int, epochs: int, jit: str = "auto"
 ) -> dict[str, Any]:
-    argv = [
-        sys.executable,
-        "-P",
-        str(Path(__file__).resolve()),
-        "--keras-child",
-        json.dumps(
-            {"case": case.name, "data": str(data), "threads": threads, "epochs": epochs, "jit": jit}
-        ),
-    ]
+    argv = keras_child_argv(case, data, threads, epochs, jit)
     t0 = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, check=False)  # noqa: S603
     if done.returncode != 0:

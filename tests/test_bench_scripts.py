@@ -3,6 +3,7 @@ shared helper such as train_overhead.Case once broke bench/embedding.py unnotice
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -78,16 +79,37 @@ def test_the_timed_job_of_train_overhead_runs_a_real_job(tmp_path):
     record trained, the timeline and the steady figures read from it."""
     import dataclasses
 
+    overhead = _bench_module("train_overhead")
+
+    # Four tasks: the timeline starts at the first report that counts records (with its push in
+    # flight, a worker's first report counts none), so one task would leave a single point.
+    case = dataclasses.replace(overhead.CASES["dnn"], batch=64, records_per_file=2048)
+    assert case.records_per_task == 1024
+    data = overhead.make_data(case, tmp_path, 4096)
+    figures = overhead.elastic_train(case, data, tmp_path, threads=1, epochs=1)
+    assert figures["records"] == 4096
+    assert figures["timeline"][-1][1] == 4096
+    assert figures["tasks_seen"] >= 2
+    assert figures["steady_ms_per_batch"] > 0
+    assert figures["startup_s"] > 0
+
+
+def _bench_module(name: str):
     sys.path.insert(0, str(BENCH))
     try:
-        import train_overhead as overhead
+        return __import__(name)
     finally:
         sys.path.remove(str(BENCH))
 
-    case = dataclasses.replace(overhead.CASES["dnn"], batch=64, records_per_file=1024)
-    data = overhead.make_data(case, tmp_path, 1024)
-    figures = overhead.elastic_train(case, data, tmp_path, threads=1, epochs=1)
-    assert figures["records"] == 1024
-    assert figures["timeline"][-1][1] == 1024
-    assert figures["steady_ms_per_batch"] > 0
-    assert figures["startup_s"] > 0
+
+def test_scaling_gives_no_steady_rate_for_a_window_too_short_to_hold_one():
+    """bench/scaling.py once reported a 2-worker speedup of 0 when its data ran out before both
+    workers had reported: a window too short gives NaN, a long one the records over its time."""
+    scaling = _bench_module("scaling")
+    # (time, records, version, worker): worker 1 first reports at 1.0 s
+    timeline = [(0.0, 256, 1, 0), (1.0, 512, 2, 1), (1.2, 768, 3, 0), (1.3, 1024, 4, 1)]
+    rate, window = scaling.steady_all_workers(timeline)
+    assert math.isnan(rate) and window == pytest.approx(0.3)
+    timeline.append((3.0, 2048, 5, 0))
+    rate, window = scaling.steady_all_workers(timeline)
+    assert window == pytest.approx(2.0) and rate == pytest.approx((2048 - 512) / 2.0)

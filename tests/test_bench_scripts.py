@@ -1,5 +1,6 @@
 """Every benchmark in bench/ still starts: `--help` answers and offers `--quick` (a change to a
-shared helper such as train_overhead.Case once broke bench/embedding.py unnoticed)."""
+shared helper such as train_overhead.Case once broke bench/embedding.py unnoticed); the timed
+job most of them build on runs a real job, and scaling's steady window says when it is empty."""
 
 from __future__ import annotations
 

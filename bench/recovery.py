@@ -199,7 +199,10 @@ def main(argv: list[str] | None = None) -> int:
                 runs = epochs * (LONG_RUN if kind in ("relaunch", "spare") else 1)
                 report = run_job(data, root, f"{kind}-{repeat}-{attempt}", runs, **extra)
                 walls[kind].append(report["wall_s"])
-                line = f"  {kind} #{repeat}: job {report['wall_s']:.1f} s (other load {load:.2f})"
+                line = (
+                    f"  {kind} #{repeat}: job {report['wall_s']:.1f} s "
+                    f"(other load {load:.2f} cores)"
+                )
                 found = reading[kind](report) if kind in reading else {}
                 if found is None:
                     line += ", worker 1 held no task when hit (or the job ended first): not counted"

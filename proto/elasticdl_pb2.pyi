@@ -380,7 +380,7 @@ class ReadEmbeddingRowsResponse(_message.Message):
     def __init__(self, rows: _Optional[_Union[EmbeddingSlices, _Mapping]] = ..., total: _Optional[int] = ...) -> None: ...
 
 class TrainedModel(_message.Message):
-    __slots__ = ("docker_commit_id", "model_def", "model_def_params", "params_filename", "input_function", "loss", "optimizer", "model_zoo", "saved_model_path", "data", "sql", "db_url", "schema_json", "metrics", "created_time", "model_version", "eval_metrics_fn", "elasticdl_version", "model_zoo_commit", "label_column", "input_signature", "embedding_tables")
+    __slots__ = ("docker_commit_id", "model_def", "model_def_params", "params_filename", "input_function", "loss", "optimizer", "model_zoo", "saved_model_path", "data", "sql", "db_url", "schema_json", "metrics", "created_time", "model_version", "eval_metrics_fn", "elasticdl_version", "model_zoo_commit", "label_column", "input_signature", "embedding_tables", "feature_columns")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -410,6 +410,7 @@ class TrainedModel(_message.Message):
     LABEL_COLUMN_FIELD_NUMBER: _ClassVar[int]
     INPUT_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_TABLES_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     docker_commit_id: str
     model_def: str
     model_def_params: str
@@ -432,7 +433,8 @@ class TrainedModel(_message.Message):
     label_column: str
     input_signature: str
     embedding_tables: _containers.RepeatedCompositeFieldContainer[TrainedTable]
-    def __init__(self, docker_commit_id: _Optional[str] = ..., model_def: _Optional[str] = ..., model_def_params: _Optional[str] = ..., params_filename: _Optional[str] = ..., input_function: _Optional[str] = ..., loss: _Optional[str] = ..., optimizer: _Optional[str] = ..., model_zoo: _Optional[str] = ..., saved_model_path: _Optional[str] = ..., data: _Optional[str] = ..., sql: _Optional[str] = ..., db_url: _Optional[str] = ..., schema_json: _Optional[str] = ..., metrics: _Optional[_Mapping[str, float]] = ..., created_time: _Optional[str] = ..., model_version: _Optional[int] = ..., eval_metrics_fn: _Optional[str] = ..., elasticdl_version: _Optional[str] = ..., model_zoo_commit: _Optional[str] = ..., label_column: _Optional[str] = ..., input_signature: _Optional[str] = ..., embedding_tables: _Optional[_Iterable[_Union[TrainedTable, _Mapping]]] = ...) -> None: ...
+    feature_columns: str
+    def __init__(self, docker_commit_id: _Optional[str] = ..., model_def: _Optional[str] = ..., model_def_params: _Optional[str] = ..., params_filename: _Optional[str] = ..., input_function: _Optional[str] = ..., loss: _Optional[str] = ..., optimizer: _Optional[str] = ..., model_zoo: _Optional[str] = ..., saved_model_path: _Optional[str] = ..., data: _Optional[str] = ..., sql: _Optional[str] = ..., db_url: _Optional[str] = ..., schema_json: _Optional[str] = ..., metrics: _Optional[_Mapping[str, float]] = ..., created_time: _Optional[str] = ..., model_version: _Optional[int] = ..., eval_metrics_fn: _Optional[str] = ..., elasticdl_version: _Optional[str] = ..., model_zoo_commit: _Optional[str] = ..., label_column: _Optional[str] = ..., input_signature: _Optional[str] = ..., embedding_tables: _Optional[_Iterable[_Union[TrainedTable, _Mapping]]] = ..., feature_columns: _Optional[str] = ...) -> None: ...
 
 class TrainedTable(_message.Message):
     __slots__ = ("name", "dim", "rows", "initializer")

@@ -54,8 +54,11 @@ class MetricAccumulator:
         if self.metrics.batch_fn is not None:
             for name, value in self.metrics.batch_fn(labels, predictions).items():
                 self._add(f"batch/{name}", _sum_count(value, batch))
-        for metric in self.metrics.keras_metrics.values():
-            metric.update_state(labels, predictions)
+        for name, metric in self.metrics.keras_metrics.items():
+            transform = self.metrics.transforms.get(name)
+            metric.update_state(
+                *(transform(labels, predictions) if transform else (labels, predictions))
+            )
 
     def _add(self, key: str, value: np.ndarray) -> None:
         self._sums[key] = self._sums[key] + value if key in self._sums else value

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger("elasticdl.steps.publish")
+from elasticdl.runtime.trained_model import LATEST_FILE
 
-LATEST_FILE = "LATEST"
+log = logging.getLogger("elasticdl.steps.publish")
 
 
 @dataclass
@@ -164,7 +164,9 @@ def update_latest(output: str, model: str) -> PublishResult:
 def resolve_image(trained_model: str, image: str = "", image_file: str = "") -> str:
     """`image`, else the TrainedModel's docker_commit_id; written to `image_file` if given."""
     if not image:
-        trained = _read_pb(trained_model)
+        from elasticdl.runtime.trained_model import resolve_model_url
+
+        trained = _read_pb(resolve_model_url(trained_model))
         image = trained.docker_commit_id
         if not image:
             raise ValueError(

@@ -104,6 +104,7 @@ def export_model(
         elasticdl_version=__version__,
         model_zoo_commit=config.model_zoo_commit,
         input_signature=metadata.to_json(),
+        feature_columns=config.features,
     )
     if metadata.schema:
         # Trained from SQL: keep the query, the database (without password) and the schema.

@@ -68,7 +68,11 @@ from elasticdl.runtime.master.task_manager import (
 from elasticdl.runtime.master.task_state import TaskState
 from elasticdl.runtime.model_spec import load_model_spec
 from elasticdl.runtime.outputs import check_output
-from elasticdl.runtime.trained_model import TrainedModelError, read_trained_model
+from elasticdl.runtime.trained_model import (
+    TrainedModelError,
+    read_trained_model,
+    resolve_model_url,
+)
 from elasticdl.runtime.zoo_source import ZooSource, resolve_zoo
 
 log = logging.getLogger("elasticdl.master")
@@ -135,7 +139,14 @@ class InferenceJob:
         trained = files.trained
         zoo = self._zoo_of(trained)
         flags = _trained_flags(trained, zoo)
-        spec = load_model_spec(trained.model_def, params=trained.model_def_params, zoo=zoo, **flags)
+        spec = load_model_spec(
+            trained.model_def,
+            params=trained.model_def_params,
+            zoo=zoo,
+            features=trained.feature_columns,
+            eval_metrics=o.eval_metrics,
+            **flags,
+        )
         counted = self._counted
         shards = plan_shards(counted, o.records_per_task)
         if not shards:
@@ -230,6 +241,7 @@ class InferenceJob:
         when this one imported TensorFlow with the other Keras (keras_switch.py)."""
         o = self.options
         self._started = time.monotonic()
+        o.trained_model = resolve_model_url(o.trained_model)  # once: a newer run may publish
         root, trained = self._model_file()
         likely = keras_switch.likely("auto", root, trained.model_def)
         local = self._manager_factory is LocalInstanceManager
@@ -466,6 +478,7 @@ def job_config(
         prediction_dir=prediction_dir,
         keep_columns=kept,
         keras_version=keras_mode.current(),
+        features=trained.feature_columns,
     )
 
 
@@ -481,7 +494,13 @@ def _trained_flags(trained: Any, zoo: Any) -> dict[str, str | None]:
         "optimizer": trained.optimizer,
         "eval_metrics_fn": trained.eval_metrics_fn,
     }
-    plain = load_model_spec(trained.model_def, params=trained.model_def_params, zoo=zoo)
+    plain = load_model_spec(
+        trained.model_def,
+        params=trained.model_def_params,
+        zoo=zoo,
+        features=trained.feature_columns,
+        strict=False,
+    )
     return {
         role: source
         for role, source in recorded.items()

@@ -12,6 +12,30 @@ from typing import Any
 from elasticdl.runtime.job_config import JobConfig
 
 
+def job_spec(options: Any, zoo: Any, metadata: Any) -> tuple[Any, str]:
+    """The model spec a training job trains, and its feature columns resolved against the
+    training data (`metadata`: its first file's) as JSON ("" when the model takes none):
+    ValueError in one line for a COLUMN the data cannot feed."""
+    from elasticdl.runtime.feature_args import job_features
+    from elasticdl.runtime.model_spec import load_model_spec
+
+    o = options
+    pieces = {
+        "params": o.params,
+        "dataset_fn": o.dataset_fn,
+        "loss": o.loss,
+        "optimizer": o.optimizer,
+        "eval_metrics_fn": o.eval_metrics_fn,
+        "zoo": zoo,
+        "eval_metrics": o.eval_metrics,
+    }
+    spec = load_model_spec(o.model_def, **pieces)
+    features = job_features(spec, o.feature_columns, metadata)
+    if features:
+        spec = load_model_spec(o.model_def, features=features, **pieces)
+    return spec, features
+
+
 def build_model_once(
     config: JobConfig, sample: list[bytes], file: str, model_def: str, params: str
 ) -> Any:

@@ -33,10 +33,12 @@ from typing import Any
 
 from elasticdl.runtime import auth
 from elasticdl.runtime.callbacks import CallbackError, EarlyStopper, JobCallbacks
+from elasticdl.runtime.data.metadata import DatasetMetadata
 from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import plan_shards
 from elasticdl.runtime.job_config import JobConfig, host_port
+from elasticdl.runtime.job_options import auto_minibatch
 from elasticdl.runtime.master import keras_switch
 from elasticdl.runtime.master import report as views
 from elasticdl.runtime.master.bounds import job_bound
@@ -48,7 +50,7 @@ from elasticdl.runtime.master.export import export_model, write_trained_model
 from elasticdl.runtime.master.instances import InstanceManager, LocalInstanceManager, Role
 from elasticdl.runtime.master.live_status import status_report
 from elasticdl.runtime.master.options import TrainOptions
-from elasticdl.runtime.master.preflight import build_model_once, init_checkpoint_version
+from elasticdl.runtime.master.preflight import build_model_once, init_checkpoint_version, job_spec
 from elasticdl.runtime.master.progress import ProgressDisplay
 from elasticdl.runtime.master.progress_journal import ProgressJournal, open_journal
 from elasticdl.runtime.master.ps_health import PSHealthMonitor
@@ -71,7 +73,6 @@ from elasticdl.runtime.master.task_manager import (
 from elasticdl.runtime.master.task_state import TaskState
 from elasticdl.runtime.master.tensorboard import open_feed, set_aside_default
 from elasticdl.runtime.master.training_plugin import Evaluations, TrainingPlugin
-from elasticdl.runtime.model_spec import load_model_spec
 from elasticdl.runtime.outputs import PublishError, check_output, publish, staging_dir
 from elasticdl.runtime.zoo_source import ZooSource, resolve_zoo
 
@@ -135,20 +136,15 @@ class TrainingJob:
 
     def _prepare(self, zoo: ZooSource) -> tuple[JobConfig, TaskManager, list[bytes], Path]:
         o = self.options
-        spec = load_model_spec(
-            o.model_def,
-            params=o.params,
-            dataset_fn=o.dataset_fn,
-            loss=o.loss,
-            optimizer=o.optimizer,
-            eval_metrics_fn=o.eval_metrics_fn,
-            zoo=zoo,
-        )
-        self._spec = spec
         files = self._files
         shards = plan_shards(files, o.records_per_task)
         if not shards:
             raise ValueError(f"--training_data {o.training_data!r}: the files hold no records")
+        if o.minibatch_size is None:
+            o.minibatch_size = auto_minibatch(sum(s.num_records for s in shards))
+        sample = list(read_records(shards[0].file, 0, min(8, shards[0].num_records)))
+        spec, features = job_spec(o, zoo, DatasetMetadata.for_file(shards[0].file, sample[0]))
+        self._spec = spec
         self._bound = job_bound(o, len(shards), "tasks in an epoch", self._manager_factory)
         self._eval_shards = []
         if o.validation_data:
@@ -171,7 +167,6 @@ class TrainingJob:
         if init_dir and init_dir.rstrip("/") == checkpoint_dir.rstrip("/"):
             init_dir = checkpoint_dir  # one spelling: the PS compares them
         self._checkpoint_dir = checkpoint_dir
-        sample = list(read_records(shards[0].file, 0, min(8, shards[0].num_records)))
         first = shards[0]
         self._warm_up = (
             first.file,
@@ -179,7 +174,9 @@ class TrainingJob:
             first.start + min(o.minibatch_size, first.num_records),
         )
         config = job_config(o, self.job_name, zoo, checkpoint_dir, init_dir)
-        config = dataclasses.replace(config, versions_per_epoch=_versions_per_epoch(shards, config))
+        config = dataclasses.replace(
+            config, versions_per_epoch=_versions_per_epoch(shards, config), features=features
+        )
         self._callbacks = _checked_callbacks(spec, self._eval_metrics, bool(self._eval_shards))
         instance = build_model_once(config, sample, shards[0].file, o.model_def, o.params)
         version = init_checkpoint_version(config, instance)

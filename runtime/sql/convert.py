@@ -485,6 +485,7 @@ def convert(
     batch_rows: int = 4096,
     storage_options: dict[str, Any] | None = None,
     carry: Sequence[str] = (),
+    drop: Sequence[str] = (),
     internal: bool = False,
 ) -> ConversionResult:
     """Convert the rows of `sql` on database `db` into RecordIO + schema.json at `output`.
@@ -492,6 +493,7 @@ def convert(
     `label_last`: without `label`, the last selected column is the label. `carry`: selected
     columns kept beside the records rather than in them (no model input, no NULL policy):
     one JSON list per written record, in record order, in `_carried.jsonl` (`carried_line`).
+    `drop`: selected columns left out altogether, when selected (a PREDICT's trained label).
     `internal`: `output` is a temporary folder of the caller's, not named in the log.
     """
     if records_per_file < 1:
@@ -512,6 +514,7 @@ def convert(
         label_last=label_last,
         storage_options=storage_options,
         carry=carry,
+        drop=drop,
         internal=internal,
     )
 
@@ -529,6 +532,7 @@ def convert_rows(
     label_last: bool = False,
     storage_options: dict[str, Any] | None = None,
     carry: Sequence[str] = (),
+    drop: Sequence[str] = (),
     internal: bool = False,
 ) -> ConversionResult:
     """Write rows (`names`, then `batches` of rows) as RecordIO + schema.json at `output`;
@@ -545,6 +549,10 @@ def convert_rows(
             raise ConversionError(
                 f"the SELECT returns duplicate column names {duplicates}; give them aliases"
             )
+        if any(name in drop for name in names):
+            kept = [i for i, n in enumerate(names) if n not in drop]
+            batches = ([[row[i] for i in kept] for row in batch] for batch in batches)
+            names = [names[i] for i in kept]
         missing = [c for c in carry if c not in names]
         if missing:
             raise ConversionError(f"carried columns {missing} are not selected: {names}")

@@ -26,11 +26,22 @@ def test_train_workflow_dag_order_conditions_and_images(train_values):
     (wf,) = render_objects("train", train_values)
     assert wf["kind"] == "Workflow" and wf["metadata"]["generateName"] == "elasticdl-train-"
     tasks = _tasks(wf)
-    assert list(tasks) == ["build-image", "sql-to-recordio", "train", "publish", "update-latest"]
+    assert list(tasks) == [
+        "build-image",
+        "sql-to-recordio",
+        "sql-to-recordio-validation",
+        "train",
+        "publish",
+        "update-latest",
+    ]
     assert tasks["build-image"]["when"] == "{{=workflow.parameters.image == ''}}"
     assert tasks["sql-to-recordio"]["when"] == "{{=workflow.parameters.sql != ''}}"
+    validation = tasks["sql-to-recordio-validation"]["when"]
+    assert validation == "{{=workflow.parameters.validation_sql != ''}}"
     assert tasks["update-latest"]["when"] == "{{=workflow.parameters.versioned == 'true'}}"
-    assert tasks["train"]["depends"] == "build-image && sql-to-recordio"
+    assert tasks["train"]["depends"] == (
+        "build-image && sql-to-recordio && sql-to-recordio-validation"
+    )
     assert tasks["publish"]["depends"] == "train"
     assert tasks["update-latest"]["depends"] == "publish"
     # The job image: the given one, else what kaniko pushed (image@sha256 from its output).
@@ -256,13 +267,14 @@ def test_install_has_both_templates_and_least_privilege_rbac():
     assert kinds == [
         ("WorkflowTemplate", "elasticdl-train"),
         ("WorkflowTemplate", "elasticdl-predict"),
+        ("WorkflowTemplate", "elasticdl-evaluate"),
         ("ServiceAccount", "elasticdl"),
         ("Role", "elasticdl"),
         ("RoleBinding", "elasticdl"),
         ("NetworkPolicy", "elasticdl-job-pods"),
     ]
     assert all(o["metadata"]["namespace"] == "ml" for o in objects)
-    role = objects[3]
+    role = objects[4]
     rules = {tuple(r["resources"]): set(r["verbs"]) for r in role["rules"]}
     assert rules == {
         ("pods",): {"create", "get", "list", "watch", "delete", "deletecollection", "patch"},
@@ -283,7 +295,7 @@ def test_install_has_both_templates_and_least_privilege_rbac():
     (master,) = [t for t in train["spec"]["templates"] if t["name"] == "train"]
     env = {e["name"]: e.get("valueFrom", {}).get("fieldRef") for e in master["container"]["env"]}
     assert env["MY_POD_IP"] == {"fieldPath": "status.podIP"} and "MY_POD_UID" in env
-    binding = objects[4]
+    binding = objects[5]
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "elasticdl", "namespace": "ml"}
     ]

@@ -31,6 +31,7 @@ def test_train_and_predict_steps_run_in_dependency_order():
     assert [s.name for s in train.order()] == [
         "build-image",
         "sql-to-recordio",
+        "sql-to-recordio-validation",
         "train",
         "publish",
         "update-latest",
@@ -189,7 +190,12 @@ def test_a_failing_step_stops_the_run_and_latest_stays(fake_jobs, tmp_path):
     run = run_local(train_pipeline(), {**values, "versioned": "true"}, run_id="r")
     assert not run.succeeded
     assert run.error == "train: worker 0 failed: boom"
-    assert [s.name for s in run.steps] == ["build-image", "sql-to-recordio", "train"]
+    assert [s.name for s in run.steps] == [
+        "build-image",
+        "sql-to-recordio",
+        "sql-to-recordio-validation",
+        "train",
+    ]
     assert not (output / "LATEST").exists()
 
 

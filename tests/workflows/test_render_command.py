@@ -76,7 +76,7 @@ def test_render_each_kind(capsys, monkeypatch):
     )
     kinds = [d["kind"] for d in yaml.safe_load_all(out)]
     assert status == 0
-    assert kinds == ["WorkflowTemplate"] * 2 + [
+    assert kinds == ["WorkflowTemplate"] * 3 + [
         "ServiceAccount",
         "Role",
         "RoleBinding",

@@ -121,10 +121,10 @@ def test_semantic_lint_finds_unknown_templates_cycles_and_undeclared_parameters(
     assert _lint(wf) == []
     bad = copy.deepcopy(wf)
     spec = bad["spec"]
-    tasks = spec["templates"][0]["dag"]["tasks"]
-    tasks[0]["template"] = "no-such-template"
-    tasks[2]["depends"] = "build-image && sql-to-recordio && publish && ghost.Succeeded"
-    tasks[3]["depends"] = "train.Finished"
+    tasks = {task["name"]: task for task in spec["templates"][0]["dag"]["tasks"]}
+    tasks["build-image"]["template"] = "no-such-template"
+    tasks["train"]["depends"] = "build-image && sql-to-recordio && publish && ghost.Succeeded"
+    tasks["publish"]["depends"] = "train.Finished"
     spec["onExit"] = "missing-handler"
     publish = next(t for t in spec["templates"] if t["name"] == "publish")
     publish["container"]["args"] += [
@@ -134,10 +134,12 @@ def test_semantic_lint_finds_unknown_templates_cycles_and_undeclared_parameters(
         "--d={{workflow.nmae}}",
         "--e={{workflow.name",
     ]
-    tasks[1]["arguments"] = {
+    tasks["sql-to-recordio"]["arguments"] = {
         "parameters": [{"name": "x", "value": "{{tasks.build-image.outputs.parameters.image}}"}]
     }
-    tasks[3]["arguments"]["parameters"][1]["value"] = "{{tasks.train.outputs.parameters.zzz}}"
+    tasks["publish"]["arguments"]["parameters"][1]["value"] = (
+        "{{tasks.train.outputs.parameters.zzz}}"
+    )
     messages = _lint(bad)
     expected = [
         "unknown template 'missing-handler'",
@@ -199,7 +201,11 @@ def test_lint_checks_crd_rules_cron_fields_and_template_references(train_values)
 
 
 def test_kubernetes_objects_validate_strictly_and_pods_keep_off_argo_labels():
-    objects = install_objects(ArgoOptions(namespace="ml"), max_concurrent_jobs=1)[2:]
+    objects = [
+        o
+        for o in install_objects(ArgoOptions(namespace="ml"), max_concurrent_jobs=1)
+        if o["kind"] != "WorkflowTemplate"
+    ]
     assert lint_documents(objects, kubernetes_version="1.33") == []
     role = copy.deepcopy(objects[1])
     role["rules"][0]["verb"] = role["rules"][0].pop("verbs")

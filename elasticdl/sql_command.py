@@ -154,11 +154,13 @@ def run_statement(
     """Run one statement's pipeline on this machine (the local engine). Bad input raises
     ValueError before anything runs; `job_options` add pipeline values (`num_workers=1`);
     `work_dir` is where the run's intermediate data (and kept predictions) go."""
+    from elasticdl.runtime.sql.convert import check_database
     from elasticdl.workflows.statements import compile_statement
 
     compiled = compile_statement(
         text, db, model_root, model_zoo=model_zoo, key=key, on_null=on_null
     )
+    check_database(db)
     for name, value in (job_options or {}).items():
         compiled.values[name] = (
             "true" if value is True else "false" if value is False else str(value)
@@ -186,10 +188,15 @@ def _run_here(compiled: Any, work_dir: str | None = None) -> StatementResult:
                 raise_errors=True,
             )
         except SQLAlchemyError as err:
-            if compiled.pipeline != "predict":
-                raise
+            run_dir = root / "work" / run_id
+            if compiled.pipeline != "predict" or not (run_dir / "predictions").is_dir():
+                from elasticdl.runtime.sql.convert import redact_url
+
+                reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+                db = redact_url(compiled.values["db"])
+                raise ValueError(f"database error on {db}: {reason}") from None
             kept = True
-            return _kept(root / "work" / run_id, compiled, err)
+            return _kept(run_dir, compiled, err)
         return _result(run, compiled)
     finally:
         if not kept:
@@ -243,7 +250,7 @@ def _result(run: Any, compiled: Any) -> StatementResult:
             "succeeded",
             compiled.model,
             written.rows,
-            table=f"{written.table}.{written.column}",
+            table=written.table,
             notes=notes,
             report=report,
         )

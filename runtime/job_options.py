@@ -536,7 +536,7 @@ TRAIN: tuple[Option, ...] = (
     _eval_metrics(_JOB_CONFIG, BOTH),
     Option(
         "feature_columns",
-        "Feature columns in SQLFlow's COLUMN syntax, e.g. \"a, BUCKET(b, [1, 5])\" (default: "
+        'Feature columns in SQLFlow\'s COLUMN syntax, e.g. "a, BUCKET(b, [1, 5])" (default: '
         "every column but the label, for a model that takes feature_columns)",
         group="model",
         engines=BOTH,

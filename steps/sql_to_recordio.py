@@ -74,6 +74,9 @@ def run(
 ) -> ConversionResult:
     """Convert; raise ConversionError (a ValueError) with one clear message on bad input.
     `write_to`: (table, column, key) of a PREDICT into a table (module docstring)."""
+    from elasticdl.runtime.sql.convert import check_database
+
+    check_database(db)
     if write_to is None:
         return convert(
             db,

@@ -39,25 +39,38 @@ def job_spec(options: Any, zoo: Any, metadata: Any) -> tuple[Any, str]:
 def build_model_once(
     config: JobConfig, sample: list[bytes], file: str, model_def: str, params: str
 ) -> Any:
-    """Build the model on the first records, as every worker will; returns the instance.
+    """Build the model on the first records, as every worker will, and compute its loss once;
+    returns the instance.
 
     A param of the right name and a wrong type (`hidden_units='abc'`) raises ValueError in one
-    line naming --model_def and --params."""
+    line naming --model_def and --params; a loss that fails on the model's outputs (labels of
+    the wrong type, a loss that is no number) raises before any process starts."""
     from elasticdl.runtime.data.metadata import DatasetMetadata
     from elasticdl.runtime.model_build import build_model
 
     try:
         instance = config.load_spec().instantiate()
-        build_model(instance, sample, metadata=DatasetMetadata.for_file(file, sample[0]))
+        batch = build_model(instance, sample, metadata=DatasetMetadata.for_file(file, sample[0]))
     except Exception as err:  # noqa: BLE001 - user code: any error is the model's
-        text = str(err).strip().splitlines()
-        detail = f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
         with_params = f" with --params {params!r}" if params else ""
         raise ValueError(
             f"--model_def {model_def}{with_params}: the model cannot be built on the "
-            f"first records of {file}: {detail} (check the params' values and types)"
+            f"first records of {file}: {_detail(err)} (check the params' values and types)"
+        ) from None
+    try:
+        features, labels = batch
+        float(instance.loss(labels, instance.model(features, training=False)))
+    except Exception as err:  # noqa: BLE001 - user code: any error is the loss's
+        raise ValueError(
+            f"--model_def {model_def}: its loss cannot be computed on the first records of "
+            f"{file}: {_detail(err)}"
         ) from None
     return instance
+
+
+def _detail(err: Exception) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
 def init_checkpoint_version(config: JobConfig, instance: Any) -> int | None:

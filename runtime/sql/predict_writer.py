@@ -44,21 +44,27 @@ class PredictionPlan:
 
 
 def selected_columns(db: str, select: str) -> list[str]:
-    """The SELECT's output column names, asked of the database (no rows read)."""
+    """The SELECT's output column names, asked of the database (no rows read);
+    ConversionError (one line, no password) when the database refuses the SELECT."""
     from sqlalchemy import text
+    from sqlalchemy.exc import SQLAlchemyError
 
-    with writeback.engine_for(db) as engine, engine.connect() as conn:
-        result = conn.execute(text(f"SELECT * FROM ({select}) AS elasticdl_columns WHERE 1 = 0"))
-        return list(result.keys())
+    try:
+        with writeback.engine_for(db) as engine, engine.connect() as conn:
+            probe = f"SELECT * FROM ({select}) AS elasticdl_columns WHERE 1 = 0"
+            return list(conn.execute(text(probe)).keys())
+    except SQLAlchemyError as err:
+        reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+        raise ConversionError(f"the query failed on {redact_url(db)}: {reason}") from None
 
 
 def _reads(select: str, dialect: str, table: str) -> tuple[bool, str | None]:
     """(the SELECT reads `table`, the one table it reads when it reads exactly one)."""
     import sqlglot
 
-    from elasticdl.runtime.sql.select_part import _tables, sqlglot_dialect
+    from elasticdl.runtime.sql.select_part import plain_tables, sqlglot_dialect
 
-    tables = _tables(sqlglot.parse_one(select, read=sqlglot_dialect(dialect) or None)) or ()
+    tables = plain_tables(sqlglot.parse_one(select, read=sqlglot_dialect(dialect) or None)) or ()
     target = split_identifier(table)
     reads = any(split_identifier(t) == target for t in tables)
     return reads, tables[0] if len(tables) == 1 else None
@@ -205,10 +211,22 @@ def write(data: str, predictions: str, db: str, info: dict[str, Any]) -> int:
     schema = schema_in(data.rstrip("/")) or {}
     columns = [(c["name"], c["dtype"]) for c in schema.get("columns", []) if c["name"] != column]
     out_rows = (
-        tuple(row[name][0] if row.get(name) else None for name, _ in columns) + (value,)
+        tuple(_cell(row.get(name), kind) for name, kind in columns) + (value,)
         for row, value in zip(rows, values, strict=True)
     )
     return writeback.replace_table(db, table, [*columns, (column, kind)], out_rows)
+
+
+def _cell(values: list[Any] | None, kind: str) -> Any:
+    """A copied column's value: the records hold numbers as float32, written back as the
+    shortest decimal that float32 value is (6.4, not 6.400000095367432)."""
+    if not values:
+        return None
+    if kind == "float":
+        import numpy as np
+
+        return float(str(np.float32(values[0])))
+    return values[0]
 
 
 def keep(run_dir: Path, data: Path) -> None:

@@ -168,7 +168,7 @@ def parse_select(text: str, end: int, dialect: str) -> SelectPart:
             first.start,
         )
     columns, star = _columns(tree, dialect)
-    return SelectPart(select[first.start :], columns, _tables(tree), star)
+    return SelectPart(select[first.start :], columns, plain_tables(tree), star)
 
 
 def _offset(text: str, line: int | None, col: int | None) -> int:
@@ -226,7 +226,7 @@ def _sql_name(table: Any) -> str:
     return ".".join(parts)
 
 
-def _tables(tree: Any) -> tuple[str, ...] | None:
+def plain_tables(tree: Any) -> tuple[str, ...] | None:
     """The tables of a plain FROM list and its joins (aliases dropped), () without FROM, None
     for anything else."""
     from sqlglot import exp

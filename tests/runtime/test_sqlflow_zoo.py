@@ -199,3 +199,55 @@ def test_features_resolve_to_what_the_constructor_takes():
         == ["a", "b", "c", "d"]
         == list(wide["linear_feature_columns"].inputs)
     )
+
+
+@pytest.mark.slow
+def test_a_model_trained_with_a_dataset_fn_flag_predicts_and_evaluates(tmp_path):
+    """The TrainedModel records --dataset_fn; prediction and evaluation use it (they failed
+    with "has no dataset_fn" when the model's own module had none)."""
+    import sqlite3
+
+    from sqlflow_data import IRIS_COLUMNS, iris_rows
+
+    import elasticdl
+    from elasticdl.runtime.prediction_output import read_rows
+    from elasticdl.runtime.sql.convert import convert
+
+    train_rows, test_rows = iris_rows()
+    db = tmp_path / "iris.db"
+    with sqlite3.connect(db) as conn:
+        for table, data in (("train", train_rows), ("test", test_rows)):
+            conn.execute(f"CREATE TABLE {table} ({', '.join(IRIS_COLUMNS)})")
+            conn.executemany(f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?)", data)
+    for table in ("train", "test"):
+        convert(f"sqlite:///{db}", f"SELECT * FROM {table}", str(tmp_path / table), label="class")
+    trained = elasticdl.train(
+        model_zoo=str(ZOO),
+        model_def="sqlflow_models.DNNClassifier",
+        dataset_fn="inputs.iris_input",
+        params="n_classes=3, optimizer.learning_rate=0.2",
+        data=str(tmp_path / "train"),
+        output=str(tmp_path / "model"),
+        num_epochs=20,
+        num_workers=1,
+    )
+    assert trained.succeeded, trained.error
+    predicted = elasticdl.predict(
+        data=str(tmp_path / "test"),
+        trained_model=str(tmp_path / "model"),
+        output=str(tmp_path / "predictions"),
+        keep_columns="class",
+        num_workers=1,
+    )
+    assert predicted.succeeded, predicted.error
+    found = [
+        row
+        for part in sorted((tmp_path / "predictions").glob("part-*"))
+        for row in read_rows(str(part), "recordio")
+    ]
+    right = sum(row["prediction"] == row["class"] for row in found)  # prepare_prediction_column
+    assert len(found) == 10 and right >= 8, found
+    evaluated = elasticdl.evaluate(
+        data=str(tmp_path / "test"), trained_model=str(tmp_path / "model"), num_workers=1
+    )
+    assert evaluated.succeeded and evaluated.metrics["accuracy"] >= 0.8, evaluated.metrics

@@ -124,8 +124,10 @@ def add_lint_command(commands: argparse._SubParsersAction) -> None:
         "lint",
         help="validate Argo and Kubernetes YAML offline (schemas plus a semantic lint)",
         description="Validate YAML files offline: Argo objects against the Argo CRD schemas "
-        "(strict: unknown keys are errors) and a semantic lint (unknown templates, dependency "
-        "cycles, undeclared parameters...); other Kubernetes objects with kubernetes-validate.",
+        "(strict: unknown keys are errors), Argo's published JSON Schema (what editors and the "
+        "argo-workflows SDK check) and a semantic lint (unknown templates, dependency cycles, "
+        "undeclared parameters, outputs of tasks that may be skipped...); other Kubernetes "
+        "objects with kubernetes-validate.",
     )
     lint.add_argument("files", nargs="+", metavar="FILE", help="YAML file, or - for stdin")
     lint.add_argument(

@@ -243,7 +243,8 @@ def _container(step: Step, opts: ArgoOptions) -> Container:
             if step.long_running
             else None
         ),
-        active_deadline_seconds=opts.job_deadline_seconds if step.long_running else None,
+        # IntOrString, as a string: see retry.retry_strategy.
+        active_deadline_seconds=str(opts.job_deadline_seconds) if step.long_running else None,
         retry_strategy=retry_strategy(step.retry, opts.retry_limit),
     )
 

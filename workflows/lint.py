@@ -3,7 +3,9 @@
 `lint_text` / `lint_file` read one or more YAML documents and return one `Problem` per defect:
 
 * Argo objects (Workflow, WorkflowTemplate, CronWorkflow) against the Argo CRD schemas of the
-  chosen version in strict mode (see `schema`), then the semantic lint below;
+  chosen version in strict mode and against Argo's published JSON Schema, which editors and the
+  argo-workflows SDK use (its problems say "Argo JSON Schema"; see `schema`), then the semantic
+  lint below;
 * any other Kubernetes object (ServiceAccount, Role, RoleBinding, ConfigMap, Pod...) with
   `kubernetes_validate` in its strict mode; a Pod also must not carry `workflows.argoproj.io/*`
   labels (Argo's controller would treat it as its own).
@@ -28,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from elasticdl.workflows.schema import PLURALS, json_path, schema_errors
+from elasticdl.workflows.schema import PLURALS, json_path, published_errors, schema_errors
 
 KUBERNETES_VERSION = "1.33"
 ARGO_GROUP = "argoproj.io/"
@@ -214,6 +216,10 @@ def _lint_argo(
     problems = [
         Problem(where, line)
         for line in schema_errors(doc, argo_version, strict_mode=True, schema_dir=schema_dir)
+    ]
+    problems += [
+        Problem(where, f"Argo JSON Schema: {line}")
+        for line in published_errors(doc, argo_version, schema_dir=schema_dir)
     ]
     lint = _ArgoLint(doc, catalog)
     problems += [Problem(where, line) for line in lint.run()]

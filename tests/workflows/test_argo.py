@@ -94,7 +94,7 @@ def test_robustness_settings(train_values):
     assert spec["onExit"] == "cleanup"
     assert spec["serviceAccountName"] == "elasticdl"
     templates = _templates(wf)
-    assert templates["train"]["activeDeadlineSeconds"] == 3600
+    assert templates["train"]["activeDeadlineSeconds"] == "3600"  # IntOrString: a string
     assert templates["train"]["container"]["resources"] == {
         "requests": {"cpu": "1", "memory": "2Gi"}
     }
@@ -103,9 +103,9 @@ def test_robustness_settings(train_values):
             assert "retryStrategy" not in template and "activeDeadlineSeconds" not in template
             continue
         assert template["retryStrategy"] == {
-            "backoff": {"duration": "30s", "factor": 2},
+            "backoff": {"duration": "30s", "factor": "2"},
             "expression": INFRA_EXPRESSION,
-            "limit": 2,
+            "limit": "2",
             "retryPolicy": "Always",
         }
     # The exit handler derives the job's label from the same job name the master gets (the

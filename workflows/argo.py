@@ -14,11 +14,10 @@ How values reach a container. A parameter appears in argv only as ``{{workflow.p
 choice as an expression tag over ``workflow.parameters`` (``{{=... ? ... : ...}}``): a value
 is text Argo inserts, never expression source, and since values may not contain ``{{``
 (`values.check_user_value`) Argo's second substitution pass finds nothing in them. A value
-that needs an earlier step's output (the job image kaniko pushed) is computed from the
-template's own inputs: the DAG task passes
-``{{tasks.build-image.outputs.parameters.image}}`` and ``{{workflow.parameters.image}}`` as
-inputs and the template chooses between them; a skipped step's output is then an unused input
-(Argo 3.7 leaves the reference as text; 4.x resolves it to "") rather than an error.
+that needs an earlier step's output (the job image `resolve-image` names) is computed from the
+template's own inputs: the DAG task passes ``{{tasks.resolve-image.outputs.parameters.image}}``
+as an input. Only outputs of steps that always run are passed on (`Pipeline.validate`; `lint`
+checks rendered YAML for it): Argo 4 has hung on a reference to an output of a skipped task.
 
 Robustness: every pod step retries infrastructure failures (see `retry`); the job step and the
 workflow have ``activeDeadlineSeconds``; ``podGC: OnPodSuccess`` keeps failed pods for

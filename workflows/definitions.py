@@ -2,7 +2,8 @@
 
 Train::
 
-    build-image (kaniko; skipped when --image is given; Argo only)
+    resolve-image (the job image: --image, or IMAGE_REPOSITORY:<run name>; Argo only)
+        -> build-image (kaniko pushes that image; only when --image is empty; Argo only)
     sql-to-recordio (only with --sql)
         -> train (the elastic master, in the job image)
             -> publish (records the image in the TrainedModel, writes a summary artifact)
@@ -13,6 +14,9 @@ Predict::
     sql-to-recordio (only with --sql)    resolve-image (the TrainedModel's image; Argo only)
         -> predict (in that image)
             -> write-back (only with --output_table: the predictions into a SQL table)
+
+No step reads an output of a step that may be skipped (Argo 4 has hung on that): the job image
+comes from `resolve-image`, which always runs, in both pipelines.
 
 Both end (on Argo, whatever happened) with `cleanup` (`steps/cleanup.py`), which deletes
 the job's leftover pods, Services and ConfigMap by the `elasticdl-job-name` label the master
@@ -294,7 +298,7 @@ def train_pipeline() -> Pipeline:
         Is("versioned", "true"), Join(Param("output"), Lit("/runs/"), RunName()), Param("output")
     )
     converted = Join(Param("work_dir"), Lit("/"), RunName(), Lit("/train-data"))
-    job_image = Choice(IsSet("image"), Param("image"), TaskOutput("build-image", "image"))
+    job_image = TaskOutput("resolve-image", "image")
     train = job_options.TRAIN
     params = (
         *_job_params(train, "model_def", "model_zoo", "params", "data", "sql", "db", "db_secret"),
@@ -360,6 +364,22 @@ def train_pipeline() -> Pipeline:
     params += _other_params(train, params)
     steps = (
         Step(
+            name="resolve-image",
+            description="The job image: --image, or the one build-image pushes "
+            "(IMAGE_REPOSITORY:<run name>)",
+            image=Param("elasticdl_image"),
+            module="elasticdl.steps.publish",
+            args=(
+                Lit("image"),
+                flag("image", Param("image")),
+                flag("repository", Param("image_repository")),
+                flag("tag", RunName()),
+                flag("image_file", Out("image")),
+            ),
+            outputs=(StepOutput("image", "the image the training job runs in"),),
+            engines=ARGO_ONLY,
+        ),
+        Step(
             name="build-image",
             description="Build and push the job image (the runtime plus the zoo) with kaniko",
             image=Param("kaniko_image"),
@@ -367,13 +387,14 @@ def train_pipeline() -> Pipeline:
             args=(
                 flag("context", Param("zoo_context")),
                 flag("dockerfile", Param("dockerfile")),
-                flag("destination", Join(Param("image_repository"), Lit(":"), RunName())),
+                flag("destination", job_image),
                 flag("digest-file", Out("digest")),
                 flag("image-name-with-digest-file", Out("image")),
                 Lit("--cache=true"),
                 flag("cache-repo", Param("cache_repo")),
             ),
             when=IsEmpty("image"),
+            after=("resolve-image",),
             outputs=(
                 StepOutput("digest", "sha256 digest of the pushed image"),
                 StepOutput("image", "the pushed image as repository@sha256:digest"),
@@ -425,7 +446,7 @@ def train_pipeline() -> Pipeline:
             ),
             train,
             argo_args=(*_kubernetes_args(job_image, with_ps=True), Lit("--resume=true")),
-            after=("build-image", "sql-to-recordio"),
+            after=("resolve-image", "build-image", "sql-to-recordio"),
         ),
         _runtime(
             "publish",

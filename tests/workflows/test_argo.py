@@ -26,26 +26,39 @@ def test_train_workflow_dag_order_conditions_and_images(train_values):
     (wf,) = render_objects("train", train_values)
     assert wf["kind"] == "Workflow" and wf["metadata"]["generateName"] == "elasticdl-train-"
     tasks = _tasks(wf)
-    assert list(tasks) == ["build-image", "sql-to-recordio", "train", "publish", "update-latest"]
+    assert list(tasks) == [
+        "resolve-image",
+        "build-image",
+        "sql-to-recordio",
+        "train",
+        "publish",
+        "update-latest",
+    ]
+    assert "when" not in tasks["resolve-image"]
     assert tasks["build-image"]["when"] == "{{=workflow.parameters.image == ''}}"
     assert tasks["sql-to-recordio"]["when"] == "{{=workflow.parameters.sql != ''}}"
     assert tasks["update-latest"]["when"] == "{{=workflow.parameters.versioned == 'true'}}"
-    assert tasks["train"]["depends"] == "build-image && sql-to-recordio"
+    assert tasks["build-image"]["depends"] == "resolve-image"
+    assert tasks["train"]["depends"] == "resolve-image && build-image && sql-to-recordio"
     assert tasks["publish"]["depends"] == "train"
     assert tasks["update-latest"]["depends"] == "publish"
-    # The job image: the given one, else what kaniko pushed (image@sha256 from its output).
-    arguments = {p["name"]: p["value"] for p in tasks["train"]["arguments"]["parameters"]}
-    assert arguments == {
-        "image": "{{workflow.parameters.image}}",
-        "build_image_image": "{{tasks.build-image.outputs.parameters.image}}",
-    }
+    # The job image: resolve-image's (always runs), never the skippable build's output.
+    resolved = {"resolve_image_image": "{{tasks.resolve-image.outputs.parameters.image}}"}
+    for name in ("build-image", "train", "publish"):
+        arguments = {p["name"]: p["value"] for p in tasks[name]["arguments"]["parameters"]}
+        assert arguments == resolved, name
     templates = _templates(wf)
-    assert templates["train"]["container"]["image"] == (
-        "{{=inputs.parameters.image != '' ? inputs.parameters.image"
-        " : inputs.parameters.build_image_image}}"
-    )
-    assert "--image={{=inputs.parameters.image != ''" in " ".join(
-        templates["publish"]["container"]["args"]
+    assert templates["resolve-image"]["container"]["args"] == [
+        "image",
+        "--image={{workflow.parameters.image}}",
+        "--repository={{workflow.parameters.image_repository}}",
+        "--tag={{workflow.name}}",
+        "--image_file=/tmp/elasticdl/outputs/image",
+    ]
+    assert templates["train"]["container"]["image"] == "{{inputs.parameters.resolve_image_image}}"
+    assert (
+        "--image={{inputs.parameters.resolve_image_image}}"
+        in (templates["publish"]["container"]["args"])
     )
     assert templates["train"]["container"]["command"] == ["python", "-m", "elasticdl.steps.train"]
     assert templates["sql-to-recordio"]["container"]["image"] == (
@@ -62,7 +75,7 @@ def test_kaniko_step_pushes_by_run_name_and_reports_the_digest(train_values):
     assert container["args"] == [
         "--context={{workflow.parameters.zoo_context}}",
         "--dockerfile={{workflow.parameters.dockerfile}}",
-        "--destination={{workflow.parameters.image_repository}}:{{workflow.name}}",
+        "--destination={{inputs.parameters.resolve_image_image}}",
         "--digest-file=/tmp/elasticdl/outputs/digest",
         "--image-name-with-digest-file=/tmp/elasticdl/outputs/image",
         "--cache=true",

@@ -198,10 +198,10 @@ def test_semantic_lint_finds_unknown_templates_cycles_and_undeclared_parameters(
     assert _lint(wf) == []
     bad = copy.deepcopy(wf)
     spec = bad["spec"]
-    tasks = spec["templates"][0]["dag"]["tasks"]
-    tasks[0]["template"] = "no-such-template"
-    tasks[2]["depends"] = "build-image && sql-to-recordio && publish && ghost.Succeeded"
-    tasks[3]["depends"] = "train.Finished"
+    tasks = {t["name"]: t for t in spec["templates"][0]["dag"]["tasks"]}
+    tasks["resolve-image"]["template"] = "no-such-template"
+    tasks["train"]["depends"] = "build-image && sql-to-recordio && publish && ghost.Succeeded"
+    tasks["publish"]["depends"] = "train.Finished"
     spec["onExit"] = "missing-handler"
     publish = next(t for t in spec["templates"] if t["name"] == "publish")
     publish["container"]["args"] += [
@@ -211,10 +211,12 @@ def test_semantic_lint_finds_unknown_templates_cycles_and_undeclared_parameters(
         "--d={{workflow.nmae}}",
         "--e={{workflow.name",
     ]
-    tasks[1]["arguments"] = {
-        "parameters": [{"name": "x", "value": "{{tasks.build-image.outputs.parameters.image}}"}]
+    tasks["sql-to-recordio"]["arguments"] = {
+        "parameters": [{"name": "x", "value": "{{tasks.publish.outputs.parameters.image}}"}]
     }
-    tasks[3]["arguments"]["parameters"][1]["value"] = "{{tasks.train.outputs.parameters.zzz}}"
+    tasks["publish"]["arguments"]["parameters"][0]["value"] = (
+        "{{tasks.train.outputs.parameters.zzz}}"
+    )
     messages = _lint(bad)
     expected = [
         "unknown template 'missing-handler'",
@@ -227,11 +229,55 @@ def test_semantic_lint_finds_unknown_templates_cycles_and_undeclared_parameters(
         "undeclared workflow parameter 'also_nope'",
         "unknown workflow variable 'workflow.nmae'",
         "unbalanced '{{'",
-        "uses task 'build-image', which it does not depend on",
+        "uses task 'publish', which it does not depend on",
         "template 'train' has no output parameter 'zzz'",
     ]
     for fragment in expected:
         assert any(fragment in m for m in messages), (fragment, messages)
+
+
+def test_lint_refuses_outputs_of_tasks_that_may_be_skipped(train_values):
+    """The pattern Argo 4 has hung on: a task reading an output of a task that was skipped."""
+    (wf,) = render_objects("train", train_values)
+    assert _lint(wf) == []
+    bad = copy.deepcopy(wf)
+    tasks = {t["name"]: t for t in bad["spec"]["templates"][0]["dag"]["tasks"]}
+    built = "{{tasks.build-image.outputs.parameters.image}}"
+    tasks["train"]["arguments"]["parameters"][0]["value"] = built
+    tasks["publish"]["arguments"]["parameters"][0]["value"] = (
+        "{{=tasks['build-image'].outputs.parameters.digest}}"
+    )
+    # A task that runs only on a result of a skippable one is omitted with it.
+    tasks["publish"]["depends"] = "train && sql-to-recordio.Succeeded"
+    tasks["update-latest"]["arguments"] = {
+        "parameters": [{"name": "x", "value": "{{tasks.publish.outputs.parameters.trained_model}}"}]
+    }
+    messages = _lint(bad)
+    skipped = [m for m in messages if "may be skipped" in m]
+    assert skipped == [
+        "spec.templates[0].dag.tasks[3].arguments.parameters[0].value: uses an output of task "
+        "'build-image', which may be skipped (it has a 'when'): Argo 4 can hang on this "
+        "(argo-workflows #15837, #16793); take the value from one that always runs",
+        "spec.templates[0].dag.tasks[4].arguments.parameters[0].value: uses an output of task "
+        "'build-image', which may be skipped (it has a 'when'): Argo 4 can hang on this "
+        "(argo-workflows #15837, #16793); take the value from one that always runs",
+        "spec.templates[0].dag.tasks[5].arguments.parameters[0].value: uses an output of task "
+        "'publish', which may be skipped (it depends on sql-to-recordio.Succeeded, and "
+        "sql-to-recordio may be skipped): Argo 4 can hang on this (argo-workflows #15837, "
+        "#16793); take the value from one that always runs",
+    ]
+    steps_template = {
+        "name": "in-steps",
+        "steps": [
+            [{"name": "maybe", "template": "publish", "when": "{{workflow.parameters.sql}} != ''"}],
+            [{"name": "next", "template": "cleanup", "arguments": {"parameters": [
+                {"name": "x", "value": "{{steps.maybe.outputs.parameters.trained_model}}"}
+            ]}}],
+        ],
+    }  # fmt: skip
+    bad["spec"]["templates"].append(steps_template)
+    messages = [m for m in _lint(bad) if "of step 'maybe'" in m]
+    assert len(messages) == 1 and "may be skipped (it has a 'when')" in messages[0], messages
 
 
 def test_lint_checks_crd_rules_cron_fields_and_template_references(train_values):

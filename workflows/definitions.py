@@ -55,8 +55,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from elasticdl import __version__
 from elasticdl.runtime import job_options
+from elasticdl.runtime.distribution import default_image
 from elasticdl.runtime.k8s import manifests
 from elasticdl.runtime.k8s.manifests import TLS_MOUNT
 from elasticdl.runtime.k8s.options import KUBERNETES, KubernetesOptions
@@ -93,7 +93,7 @@ JOB_LABEL = manifests.LABEL_JOB
 `manifests.name_prefix(job name)` (the job name is the workflow's name on Argo). Never a
 `workflows.argoproj.io/*` label: Argo would adopt the pods."""
 
-DEFAULT_ELASTICDL_IMAGE = f"elasticdl/elasticdl:{__version__}"
+DEFAULT_ELASTICDL_IMAGE = default_image()
 DEFAULT_KANIKO_IMAGE = "gcr.io/kaniko-project/executor:v1.23.2"
 BOOL = ("false", "true")
 

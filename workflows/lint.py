@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from elasticdl.runtime.distribution import extra_hint
 from elasticdl.workflows.schema import PLURALS, json_path, published_errors, schema_errors
 
 KUBERNETES_VERSION = "1.33"
@@ -178,8 +179,7 @@ def _lint_kubernetes(
             problems.append(
                 Problem(
                     where,
-                    "checking Kubernetes objects needs kubernetes-validate: "
-                    "pip install 'elasticdl[lint]'",
+                    f"checking Kubernetes objects needs kubernetes-validate: {extra_hint('lint')}",
                 )
             )
     if kubernetes_validate is not None:

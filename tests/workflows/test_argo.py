@@ -105,7 +105,7 @@ def test_robustness_settings(train_values):
     assert spec["podGC"] == {"strategy": "OnPodSuccess"}
     assert spec["ttlStrategy"] == {"secondsAfterFailure": 604800, "secondsAfterSuccess": 86400}
     assert spec["onExit"] == "cleanup"
-    assert spec["serviceAccountName"] == "elasticdl"
+    assert "serviceAccountName" not in spec  # the namespace's default (test_fresh_namespace)
     templates = _templates(wf)
     assert templates["train"]["activeDeadlineSeconds"] == "3600"  # IntOrString: a string
     assert templates["train"]["container"]["resources"] == {

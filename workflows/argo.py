@@ -25,6 +25,11 @@ debugging; ``ttlStrategy`` deletes finished workflows; an optional semaphore cap
 jobs; ``onExit`` deletes the job's leftover pods, Services and ConfigMap by the label the master
 gave them (`cleanup`). Argv lists everywhere: no ``sh -c``.
 
+A fresh namespace: no ``serviceAccountName`` unless one is given (``render install`` makes
+`INSTALL_SERVICE_ACCOUNT` and its templates name it), output artifacts only when asked for (they
+need an artifact repository), and every step that runs this project's code in a pod that passes
+Pod Security "restricted" (`_restricted`); the workflow's description says all of it.
+
 The elastic job's step (`Step.long_running`) gets the downward-API variables ``MY_POD_NAME``,
 ``MY_POD_UID``, ``MY_POD_IP`` and ``MY_POD_NAMESPACE``: with ``--instance_manager kubernetes``
 (the default on Argo) its master owns the pods it creates and tells them its address. A step's

@@ -69,6 +69,7 @@ _ARGO_DESTS = frozenset(
         "master_cpu",
         "master_memory",
         "no_output_artifact",
+        "output_artifact",
         "semaphore",
     }
 )

@@ -374,8 +374,12 @@ def _run_sql(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `elasticdl` console script; returns the exit status."""
     from elasticdl.runtime import keras_mode
+    from elasticdl.runtime.distribution import conflict_message, conflicts
 
     keras_mode.mark_own_process()
+    found = conflicts()
+    if found:
+        print(f"elasticdl: warning: {conflict_message(found)}", file=sys.stderr)
     parser, args, extra = _parse(argv)
     if extra and not (args.command == "sql" and args.engine == "argo"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

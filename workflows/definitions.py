@@ -2,7 +2,8 @@
 
 Train::
 
-    build-image (kaniko; skipped when --image is given; Argo only)
+    resolve-image (the job image: --image, or IMAGE_REPOSITORY:<run name>; Argo only)
+        -> build-image (kaniko pushes that image; only when --image is empty; Argo only)
     sql-to-recordio (only with --sql)
     sql-to-recordio-validation (only with --validation_sql)
         -> train (the elastic master, in the job image)
@@ -23,6 +24,9 @@ Evaluate (SQLFlow's `TO EVALUATE ... INTO table`)::
             -> write-metrics (only with --output_table: one row of metrics into a table)
 
 A SQL statement is one of these pipelines with its values (workflows/statements.py).
+
+No step reads an output of a step that may be skipped (Argo 4 has hung on that): the job image
+comes from `resolve-image`, which always runs, in every pipeline.
 
 Both end (on Argo, whatever happened) with `cleanup` (`steps/cleanup.py`), which deletes
 the job's leftover pods, Services and ConfigMap by the `elasticdl-job-name` label the master
@@ -61,8 +65,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from elasticdl import __version__
 from elasticdl.runtime import job_options
+from elasticdl.runtime.distribution import default_image
 from elasticdl.runtime.k8s import manifests
 from elasticdl.runtime.k8s.manifests import TLS_MOUNT
 from elasticdl.runtime.k8s.options import KUBERNETES, KubernetesOptions
@@ -99,7 +103,7 @@ JOB_LABEL = manifests.LABEL_JOB
 `manifests.name_prefix(job name)` (the job name is the workflow's name on Argo). Never a
 `workflows.argoproj.io/*` label: Argo would adopt the pods."""
 
-DEFAULT_ELASTICDL_IMAGE = f"elasticdl/elasticdl:{__version__}"
+DEFAULT_ELASTICDL_IMAGE = default_image()
 DEFAULT_KANIKO_IMAGE = "gcr.io/kaniko-project/executor:v1.23.2"
 BOOL = ("false", "true")
 
@@ -325,7 +329,7 @@ def train_pipeline() -> Pipeline:
     )
     converted = Join(Param("work_dir"), Lit("/"), RunName(), Lit("/train-data"))
     validation = Join(Param("work_dir"), Lit("/"), RunName(), Lit("/validation-data"))
-    job_image = Choice(IsSet("image"), Param("image"), TaskOutput("build-image", "image"))
+    job_image = TaskOutput("resolve-image", "image")
     train = job_options.TRAIN
     params = (
         *_job_params(train, "model_def", "model_zoo", "params", "data", "sql", "db", "db_secret"),
@@ -398,6 +402,22 @@ def train_pipeline() -> Pipeline:
     params += _other_params(train, params)
     steps = (
         Step(
+            name="resolve-image",
+            description="The job image: --image, or the one build-image pushes "
+            "(IMAGE_REPOSITORY:<run name>)",
+            image=Param("elasticdl_image"),
+            module="elasticdl.steps.publish",
+            args=(
+                Lit("image"),
+                flag("image", Param("image")),
+                flag("repository", Param("image_repository")),
+                flag("tag", RunName()),
+                flag("image_file", Out("image")),
+            ),
+            outputs=(StepOutput("image", "the image the training job runs in"),),
+            engines=ARGO_ONLY,
+        ),
+        Step(
             name="build-image",
             description="Build and push the job image (the runtime plus the zoo) with kaniko",
             image=Param("kaniko_image"),
@@ -405,13 +425,14 @@ def train_pipeline() -> Pipeline:
             args=(
                 flag("context", Param("zoo_context")),
                 flag("dockerfile", Param("dockerfile")),
-                flag("destination", Join(Param("image_repository"), Lit(":"), RunName())),
+                flag("destination", job_image),
                 flag("digest-file", Out("digest")),
                 flag("image-name-with-digest-file", Out("image")),
                 Lit("--cache=true"),
                 flag("cache-repo", Param("cache_repo")),
             ),
             when=IsEmpty("image"),
+            after=("resolve-image",),
             outputs=(
                 StepOutput("digest", "sha256 digest of the pushed image"),
                 StepOutput("image", "the pushed image as repository@sha256:digest"),
@@ -482,7 +503,7 @@ def train_pipeline() -> Pipeline:
             ),
             train,
             argo_args=(*_kubernetes_args(job_image, with_ps=True), Lit("--resume=true")),
-            after=("build-image", "sql-to-recordio", "sql-to-recordio-validation"),
+            after=("resolve-image", "build-image", "sql-to-recordio", "sql-to-recordio-validation"),
         ),
         _runtime(
             "publish",

@@ -8,7 +8,7 @@ the other and must have the same columns.
 
 * CSV: a header line names the columns. A column's type comes from its first
   `CSV_TYPE_SAMPLE_ROWS` rows: integers, else numbers, else text; an empty field is NULL.
-* Parquet: needs pyarrow (`pip install 'elasticdl[parquet]'`); read a row group batch at a time.
+* Parquet: needs pyarrow (the `parquet` extra); read a row group batch at a time.
 * TFRecord: tf.train.Example records whose features hold one value each (int64, float or bytes);
   the columns are the first record's features.
 """
@@ -24,7 +24,6 @@ import fsspec
 
 FORMATS = ("csv", "parquet", "tfrecord")
 CSV_TYPE_SAMPLE_ROWS = 1000
-PARQUET_EXTRA = "pip install 'elasticdl[parquet]'"
 
 Rows = tuple[list[str], Iterator[list[list[Any]]], Callable[[], None]]
 
@@ -140,7 +139,9 @@ def _parquet(files: list[str], batch_rows: int) -> Rows:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise InputError(f"--from parquet needs pyarrow: {PARQUET_EXTRA}") from None
+        from elasticdl.runtime.distribution import extra_hint
+
+        raise InputError(f"--from parquet needs pyarrow: {extra_hint('parquet')}") from None
     opened: list[Any] = []
 
     def open_file(file: str) -> Any:

@@ -362,8 +362,7 @@ class TrainingJob:
                 report = self._report(
                     tasks, "succeeded", "", training_s, supervisor, pulled.version
                 )
-                if facts.get("loss_units"):
-                    report["loss_units"] = facts["loss_units"]
+                report.update({k: v for k, v in facts.items() if v})
                 views.write(report, staged, work)
                 write_curves(report["history"], staged / CURVES_FILE)
                 write_trained_model(trained, staged)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import types
@@ -29,6 +30,7 @@ TRAIN_VALUES = {
 def test_train_and_predict_steps_run_in_dependency_order():
     train = train_pipeline()
     assert [s.name for s in train.order()] == [
+        "resolve-image",
         "build-image",
         "sql-to-recordio",
         "sql-to-recordio-validation",
@@ -40,6 +42,9 @@ def test_train_and_predict_steps_run_in_dependency_order():
     assert train.step("build-image").when.describe() == "--image is empty"
     assert train.step("sql-to-recordio").when.describe() == "--sql is given"
     assert not train.step("build-image").runs_on(Engine.LOCAL)
+    # The job image comes from a step that always runs, never from the skippable build.
+    assert train.step("resolve-image").when is None
+    assert train.step("train").image == TaskOutput("resolve-image", "image")
     predict = predict_pipeline()
     assert [s.name for s in predict.order()] == [
         "sql-to-recordio",
@@ -96,9 +101,13 @@ def test_a_broken_definition_is_refused_with_the_reason():
     )
     with pytest.raises(PipelineError, match="does not run after it"):
         train.with_step(reads_output)
+    reads_skippable = dataclasses.replace(reads_output, after=("build-image",))
+    with pytest.raises(
+        PipelineError,
+        match="reads an output of build-image, which is skipped unless --image is empty",
+    ):
+        train.with_step(reads_skippable)
     cyclic = train.with_step(_fake_step("a", after=("publish",)))
-    import dataclasses
-
     steps = tuple(
         dataclasses.replace(s, after=(*s.after, "a")) if s.name == "train" else s
         for s in cyclic.steps
@@ -191,6 +200,7 @@ def test_a_failing_step_stops_the_run_and_latest_stays(fake_jobs, tmp_path):
     assert not run.succeeded
     assert run.error == "train: worker 0 failed: boom"
     assert [s.name for s in run.steps] == [
+        "resolve-image",
         "build-image",
         "sql-to-recordio",
         "sql-to-recordio-validation",

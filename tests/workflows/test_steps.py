@@ -80,6 +80,21 @@ def test_image_comes_from_the_flag_or_the_trained_model(tmp_path, model_writer):
     assert (tmp_path / "f").read_text() == "reg/zoo@sha256:" + "b" * 64
 
 
+def test_image_of_a_training_run_is_the_flag_or_what_the_build_step_pushes(tmp_path, capsys):
+    """The train pipeline's resolve-image: always runs, so nothing reads the build's output."""
+    out = tmp_path / "image"
+    argv = ["image", "--repository", "gcr.io/p/zoo", "--tag", "run-1", "--image_file", str(out)]
+    assert publish.main(argv) == 0
+    assert out.read_text() == "gcr.io/p/zoo:run-1"
+    assert publish.main([*argv, "--image", "zoo:given"]) == 0
+    assert out.read_text() == "zoo:given"
+    capsys.readouterr()
+    assert publish.main(["image", "--repository", "gcr.io/p/zoo", "--image_file", str(out)]) == 2
+    assert "--repository needs --tag" in capsys.readouterr().err
+    assert publish.main(["image", "--image_file", str(out)]) == 2
+    assert "give --image, --repository with --tag, or --trained_model" in capsys.readouterr().err
+
+
 def test_publish_main_exit_status_and_one_line_errors(tmp_path, model_writer, capsys):
     assert publish.main(["record", "--model", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -381,10 +381,12 @@ class DataColumn:
 
 @dataclass
 class ResolvedFeatures:
-    """Groups with every Field decided, plus the data columns they read (module docstring)."""
+    """Groups with every Field decided, plus the data columns they read (module docstring)
+    and the label's (its statistics let a regressor learn a standardized label)."""
 
     groups: tuple[ColumnGroup, ...]
     inputs: dict[str, DataColumn]
+    label: DataColumn | None = None
 
     def to_json(self) -> str:
         return json.dumps(
@@ -393,10 +395,8 @@ class ResolvedFeatures:
                     {"target": g.target, "columns": [_encode(c) for c in g.columns]}
                     for g in self.groups
                 ],
-                "inputs": {
-                    n: {"kind": c.kind, "length": c.length, "stats": c.stats}
-                    for n, c in self.inputs.items()
-                },
+                "inputs": {n: _column_json(c) for n, c in self.inputs.items()},
+                "label": _column_json(self.label) if self.label is not None else None,
             },
             sort_keys=True,
         )
@@ -408,11 +408,9 @@ class ResolvedFeatures:
             ColumnGroup(tuple(_decode(c) for c in g["columns"]), g.get("target"))
             for g in data["groups"]
         )
-        inputs = {
-            n: DataColumn(c["kind"], int(c["length"]), dict(c.get("stats") or {}))
-            for n, c in data["inputs"].items()
-        }
-        return cls(groups, inputs)
+        inputs = {n: _column_of(c) for n, c in data["inputs"].items()}
+        label = data.get("label")
+        return cls(groups, inputs, _column_of(label) if label else None)
 
     def group(self, argument: str) -> ColumnGroup | None:
         for group in self.groups:
@@ -425,8 +423,17 @@ class ResolvedFeatures:
         return [g.argument for g in self.groups]
 
     def subset(self, group: ColumnGroup) -> ResolvedFeatures:
-        """The one group, with the inputs it reads."""
-        return ResolvedFeatures((group,), {n: self.inputs[n] for n in names_in((group,))})
+        """The one group, with the inputs it reads (and the label)."""
+        inputs = {n: self.inputs[n] for n in names_in((group,))}
+        return ResolvedFeatures((group,), inputs, self.label)
+
+
+def _column_json(column: DataColumn) -> dict[str, Any]:
+    return {"kind": column.kind, "length": column.length, "stats": column.stats}
+
+
+def _column_of(data: dict[str, Any]) -> DataColumn:
+    return DataColumn(data["kind"], int(data["length"]), dict(data.get("stats") or {}))
 
 
 _KINDS = {
@@ -478,7 +485,7 @@ def resolve(
         ColumnGroup(tuple(_resolve(c, columns, label) for c in g.columns), g.target) for g in groups
     )
     inputs = {name: columns[name] for name in names_in(resolved)}
-    return ResolvedFeatures(resolved, inputs)
+    return ResolvedFeatures(resolved, inputs, columns.get(label) if label else None)
 
 
 def _data(name: str, columns: dict[str, DataColumn], label: str | None) -> DataColumn:

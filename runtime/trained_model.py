@@ -38,6 +38,16 @@ class TrainedModelFiles:
     params: dict[str, np.ndarray]
 
     @property
+    def feature_inputs(self) -> set[str] | None:
+        """The columns the model's feature columns read (None: it has none recorded, and
+        needs every column it was trained on)."""
+        if not self.trained.feature_columns:
+            return None
+        from elasticdl.runtime.column_spec import ResolvedFeatures
+
+        return set(ResolvedFeatures.from_json(self.trained.feature_columns).inputs)
+
+    @property
     def input_metadata(self) -> DatasetMetadata | None:
         """Columns of the training records (None for models exported before it was kept)."""
         if not self.trained.input_signature:

@@ -77,7 +77,11 @@ def absolute_error(labels: tf.Tensor, predictions: tf.Tensor) -> tf.Tensor:
 
 class _Premade(tf.keras.Model):
     """Feature layers per group, hidden layers, one output; the `default_*` the zoo loader
-    calls. Subclasses say which groups feed the deep part and which the linear part."""
+    calls. Subclasses say which groups feed the deep part and which the linear part.
+
+    A regressor whose label has statistics (data from SQL) learns the standardized label and
+    maps its output back to the label's units, as `regressor.DNN` does: training is then well
+    conditioned for a label of any scale (a salary of 8,000 as well as a price of 0.5)."""
 
     ELASTICDL_FEATURES = True
     """Feature columns come as resolved groups, not `tf.feature_column` objects."""
@@ -105,6 +109,11 @@ class _Premade(tf.keras.Model):
         self.classifier = classifier
         self.outputs = int(outputs)
         self.optimizer_given = optimizer
+        label = (deep or linear).label if (deep or linear) else None
+        std = float((label.stats if label else {}).get("std") or 0.0)
+        self.label_scale = None
+        if not classifier and std > 0:
+            self.label_scale = (float(label.stats.get("mean") or 0.0), std)
         layers = tf.keras.layers
         self._deep_features = FeatureLayer(deep, name="dnn_features") if deep else None
         self._linear_features = FeatureLayer(linear, name="linear_features") if linear else None
@@ -135,14 +144,34 @@ class _Premade(tf.keras.Model):
         if self._linear_features is not None:
             logits.append(self._linear_out(self._linear_features(inputs)))
         total = logits[0] if len(logits) == 1 else tf.add_n(logits)
-        return tf.nn.softmax(total) if self.classifier else total
+        if self.classifier:
+            return tf.nn.softmax(total)
+        if self.label_scale is not None:
+            mean, std = self.label_scale
+            return total * std + mean
+        return total
+
+    @property
+    def loss_units(self) -> str:
+        """The loss's units when not the label's (the job report's `loss_units`)."""
+        if self.label_scale is None:
+            return ""
+        mean, std = self.label_scale
+        return (
+            f"standardized label units, (label - {mean:.6g}) / {std:.6g}: times "
+            f"{std * std:.4g} for the label's units, those of the metrics"
+        )
 
     def default_loss(self, labels: tf.Tensor, outputs: tf.Tensor) -> tf.Tensor:
         """Cross-entropy of the class ids (a classifier), squared error (a regressor)."""
         if self.classifier:
             ids = tf.reshape(tf.cast(labels, tf.int64), [-1])
             return tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(ids, outputs))
-        return tf.reduce_mean(squared_error(tf.reshape(labels, tf.shape(outputs)), outputs))
+        labels = tf.reshape(tf.cast(labels, tf.float32), tf.shape(outputs))
+        if self.label_scale is not None:
+            mean, std = self.label_scale
+            labels, outputs = (labels - mean) / std, (outputs - mean) / std
+        return tf.reduce_mean(squared_error(labels, outputs))
 
     def default_optimizer(self, learning_rate: float | None = None) -> Any:
         """The optimizer given (a name or one built from `optimizer.*`), at `learning_rate`

@@ -72,24 +72,25 @@ class FeatureLayer(tf.keras.layers.Layer):
         super().__init__(**kwargs)
         self.features = features
         self.columns = features.groups[0].columns
-        self._tables: dict[int, Any] = {}
+        self._tables: dict[str, Any] = {}  # string keys: TensorFlow's export tracks them
         for i, column in enumerate(self.columns):
             if isinstance(column, Embedding):
                 _, buckets = _bucket_count(column.source)
                 name = f"embedding_{i}_{column.source.name}"
                 if buckets >= PS_MIN_BUCKETS:
-                    self._tables[i] = PSEmbedding(
+                    self._tables[f"c{i}"] = PSEmbedding(
                         column.dimension, combiner=column.combiner, name=name
                     )
                 else:
-                    self._tables[i] = tf.keras.layers.Embedding(
+                    self._tables[f"c{i}"] = tf.keras.layers.Embedding(
                         buckets, column.dimension, name=name
                     )
 
     def build(self, input_shape: Any = None) -> None:
-        for i, table in self._tables.items():
+        for key, table in self._tables.items():
             if isinstance(table, tf.keras.layers.Embedding):
-                table.build((None, self.features.inputs[self.columns[i].source.name].length))
+                source = self.columns[int(key[1:])].source.name
+                table.build((None, self.features.inputs[source].length))
         self.built = True
 
     def call(self, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
@@ -109,7 +110,7 @@ class FeatureLayer(tf.keras.layers.Layer):
             return tf.reduce_max(tf.one_hot(ids, buckets), axis=1)
         if isinstance(column, Embedding):
             ids, _ = _ids(column.source, inputs)
-            table = self._tables[i]
+            table = self._tables[f"c{i}"]
             if isinstance(table, PSEmbedding):
                 return table(ids)
             return _combine(table(ids), column.combiner)

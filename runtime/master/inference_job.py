@@ -156,7 +156,7 @@ class InferenceJob:
         data_metadata = DatasetMetadata.from_example(sample[0])
         trained_metadata = files.input_metadata
         if trained_metadata is not None:
-            missing = trained_metadata.missing_from(data_metadata)
+            missing = trained_metadata.missing_from(data_metadata, files.feature_inputs)
             if missing:
                 raise ValueError(
                     f"--data {o.data!r} lacks feature(s) the model was trained on: "

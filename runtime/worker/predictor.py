@@ -63,7 +63,7 @@ class Predictor:
             found = DatasetMetadata.for_file(file, first_record)
             trained = self._trained_metadata
             if trained is not None:
-                missing = trained.missing_from(found)
+                missing = trained.missing_from(found, self._files.feature_inputs)
                 if missing:
                     raise ValueError(
                         f"{file or 'the data'} lacks feature(s) the model was trained on: "

@@ -262,6 +262,11 @@ class KubernetesInstanceManager(InstanceManager):
                 i for (r, i), inst in self._current.items() if r == role and not inst.ended
             )
 
+    def is_alive(self, role: Role, index: int) -> bool:
+        with self._lock:
+            inst = self._current.get((role, index))
+            return inst is not None and not inst.ended
+
     def listen_for_scale(self, inbox: ScaleInbox, status: StatusSource | None = None) -> None:
         """Resize and status requests annotated on the job's ConfigMap (scale.py)."""
         from elasticdl.runtime.k8s.scale import ANNOTATION_RESIZABLE, ConfigMapScaleListener

@@ -272,7 +272,7 @@ class TrainingJob:
             server.stop(grace=None)
             raise
         manager.listen_for_scale(self.scale_inbox, self.live_status)
-        servicer.admit_workers(lambda: manager.alive(Role.WORKER))
+        servicer.admit_workers(lambda worker_id: manager.is_alive(Role.WORKER, worker_id))
         log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
         tasks = TaskState(servicer)
         supervisor = Supervisor(

@@ -438,42 +438,23 @@ class TrainingJob:
         final_version: int = 0,
     ) -> dict[str, Any]:
         self._find_checkpoints()
-        counts = tasks.counts()
         o = self.options
-        # First: it may add its event to the log, which the shared sections list.
-        diverged = views.diverged_section(self.events, counts["records"]["skipped_nonfinite_loss"])
-        shared = views.shared_sections(
+        return views.training_report(
             self.events,
-            supervisor.t0,
-            counts,
-            (o.num_workers, o.min_workers, supervisor.target),
-            counts["records"]["trained"],
-            seconds,
+            tasks.counts(),
+            job_name=self.job_name,
+            status=status,
+            error=error,
+            model_def=o.model_def,
+            output=o.output,
+            workers=(o.num_workers, o.min_workers, supervisor.target),
+            num_ps=o.num_ps,
+            t0=supervisor.t0,
+            seconds=seconds,
+            preparing_s=supervisor.t0 - self._started,
+            resumed_from=self._resumed_from,
+            final_version=final_version,
         )
-        shared["throughput"]["training_seconds"] = shared["throughput"]["seconds"]
-        shared["throughput"]["preparing_seconds"] = round(supervisor.t0 - self._started, 3)
-        evaluated = views.evaluation_section(self.events)
-        return {
-            "job_name": self.job_name,
-            "kind": "train",
-            "status": status,
-            "error": error,
-            "model_def": o.model_def,
-            "output": o.output,
-            "records": counts["records"],
-            "epochs": counts["epochs"],
-            **shared,
-            "parameter_servers": views.parameter_servers_section(self.events, o.num_ps),
-            "checkpoints": views.checkpoints_section(self.events),
-            "checkpoint_failures": views.checkpoint_failures_section(self.events, supervisor.t0),
-            "resumed_from": self._resumed_from,
-            "model_version": max(counts["model_version"], final_version),
-            "metrics": dict(evaluated[-1]["metrics"]) if evaluated else {},
-            "evaluation": evaluated,
-            "history": views.history_section(self.events),
-            "final_loss": views.final_loss(counts["last_loss"]),
-            "diverged": diverged,
-        }
 
     def _find_checkpoints(self) -> None:
         """Log the valid checkpoints under the job's checkpoint directory, oldest first."""

@@ -35,7 +35,7 @@ from elasticdl.runtime import auth
 from elasticdl.runtime.callbacks import CallbackError, EarlyStopper, JobCallbacks
 from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
-from elasticdl.runtime.data.shards import plan_shards
+from elasticdl.runtime.data.shards import plan_shards, task_size
 from elasticdl.runtime.job_config import JobConfig, host_port
 from elasticdl.runtime.master import keras_switch
 from elasticdl.runtime.master import report as views
@@ -146,7 +146,18 @@ class TrainingJob:
         )
         self._spec = spec
         files = self._files
-        shards = plan_shards(files, o.records_per_task)
+        size = task_size(files, o.records_per_task, o.num_workers, o.minibatch_size)
+        shards = plan_shards(files, size)
+        if size != o.records_per_task:
+            log.info(
+                "job %s: tasks of %d records, not --records_per_task %d: an epoch has %d tasks "
+                "for %d workers (one to train and one to hold ahead each)",
+                self.job_name,
+                size,
+                o.records_per_task,
+                len(shards),
+                o.num_workers,
+            )
         if not shards:
             raise ValueError(f"--training_data {o.training_data!r}: the files hold no records")
         self._bound = job_bound(o, len(shards), "tasks in an epoch", self._manager_factory)

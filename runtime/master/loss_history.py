@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from elasticdl.runtime.master.events import LossReported
 
-MAX_POINTS = 20_000
-RECENT = 8_192
+MAX_POINTS = 4_000
+RECENT = 4_096
 
 
 @dataclass

@@ -45,6 +45,7 @@ from elasticdl.runtime.master.curves import FILE_NAME as CURVES_FILE
 from elasticdl.runtime.master.curves import write_png as write_curves
 from elasticdl.runtime.master.events import CheckpointFound, EventLog, JobStopped
 from elasticdl.runtime.master.export import export_model, write_trained_model
+from elasticdl.runtime.master.heap import QuietHeap
 from elasticdl.runtime.master.instances import InstanceManager, LocalInstanceManager, Role
 from elasticdl.runtime.master.live_status import status_report
 from elasticdl.runtime.master.options import TrainOptions
@@ -317,9 +318,11 @@ class TrainingJob:
         live = views.LiveViews(self.events, progress, feed)
         error, status, training_s = "", "failed", 0.0
         ps_client = health = plugin = None
+        heap = QuietHeap()
         try:
             with stop_on_signals(supervisor):
                 supervisor.start()
+                heap.start()
                 if standbys is not None:
                     standbys.close()
                 from elasticdl.runtime.ps.client import PSClient
@@ -346,6 +349,7 @@ class TrainingJob:
                     health,
                     o.num_ps,
                     self._journal,
+                    heap,
                 )
                 supervisor.watch()
             tasks.release_workers()
@@ -402,6 +406,7 @@ class TrainingJob:
         finally:
             if plugin is not None and status != "succeeded":
                 plugin.journal_progress(tasks)
+            heap.stop()
             if health is not None:
                 health.stop()
             self.scale_inbox.close(f"job {self.job_name} has ended")

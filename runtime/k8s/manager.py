@@ -62,7 +62,7 @@ from elasticdl.runtime.k8s.pod_states import (
     creation_refusal,
 )
 from elasticdl.runtime.k8s.pod_watch import PodWatch
-from elasticdl.runtime.k8s.throttle import API_BURST, API_QPS, Pushback, TokenBucket, retry_after
+from elasticdl.runtime.k8s.throttle import ApiPace
 from elasticdl.runtime.master.exits import ExitKind
 from elasticdl.runtime.master.instances import (
     InstanceExit,
@@ -161,7 +161,7 @@ class KubernetesInstanceManager(InstanceManager):
     `api_client`: a configured `kubernetes.client.ApiClient` (default: `load_api_client()`).
     `backoff`: makes the `CreationBackoff` of each pod creation. `resync_s`: how often the
     watch lists everything again; `watch_timeout_s`: how long one watch request lasts.
-    `api_qps`, `api_burst`: the rate of pod creations and deletions (throttle.py).
+    `pace`: the rate of pod creations and deletions (throttle.py; default 20/s, burst 30).
     """
 
     def __init__(
@@ -173,8 +173,7 @@ class KubernetesInstanceManager(InstanceManager):
         resync_s: float = 300.0,
         watch_timeout_s: int = 30,
         job_secret: str = "",
-        api_qps: float = API_QPS,
-        api_burst: int = API_BURST,
+        pace: ApiPace | None = None,
     ) -> None:
         """`job_secret`: the job's secret (runtime/auth.py), put in the job's Secret."""
         self.spec = spec
@@ -186,9 +185,7 @@ class KubernetesInstanceManager(InstanceManager):
         self._api = client.CoreV1Api(api_client)
         self._net = client.NetworkingV1Api(api_client)
         self._new_backoff = backoff
-        self._bucket = TokenBucket(api_qps, api_burst)
-        self._pushback = Pushback()
-        self._throttle_lock = threading.Lock()
+        self._pace = pace or ApiPace()
         self._selector = manifests.job_selector(self.prefix)
         self._lock = threading.Condition()
         self._tracker = PodTracker()
@@ -336,44 +333,7 @@ class KubernetesInstanceManager(InstanceManager):
             self._config_created = True
 
     def _create_now(self, kind: str, body: dict[str, Any], api: Any = None) -> None:
-        """Create a Service or the ConfigMap now, replacing a stale one of the same name
-        (from an earlier attempt of the job: it may belong to another master pod); transient
-        refusals are retried with backoff; a fatal one raises RuntimeError."""
-        api = api or self._api
-        create = getattr(api, f"create_namespaced_{kind}")
-        delete = getattr(api, f"delete_namespaced_{kind}")
-        name = body["metadata"]["name"]
-        backoff = self._new_backoff()
-        while True:
-            try:
-                create(self.namespace, body)
-                return
-            except ApiException as err:
-                message = _status_message(err)
-                refusal = creation_refusal(err.status or 0, message)
-                if refusal is Refusal.CONFLICT:
-                    log.info("replacing the %s %s left by an earlier attempt", kind, name)
-                    _call(f"delete {kind} {name}", lambda: delete(name, self.namespace))
-                elif refusal is Refusal.FATAL:
-                    raise RuntimeError(
-                        f"cannot create {kind} {name} in namespace {self.namespace}: "
-                        f"HTTP {err.status}: {message}"
-                    ) from None
-                delay = backoff.next_delay()
-                if delay is None:
-                    raise RuntimeError(
-                        f"cannot create {kind} {name}: still refused after "
-                        f"{backoff.attempts} retries: HTTP {err.status}: {message}"
-                    ) from None
-                log.warning(
-                    "%s %s refused (HTTP %s: %s); retrying in %.1f s",
-                    kind,
-                    name,
-                    err.status,
-                    message,
-                    delay,
-                )
-                time.sleep(delay)
+        create_replacing(api or self._api, self.namespace, kind, body, self._new_backoff())
 
     def _launch(self, role: Role, index: int, pod: dict[str, Any], launch: str) -> None:
         name = pod["metadata"]["name"]
@@ -399,27 +359,8 @@ class KubernetesInstanceManager(InstanceManager):
                 if inst.ended:
                     continue
                 inst.in_flight = True
-            self._paced()
-            with self._lock:
-                if self._closing and not inst.ended:
-                    inst.in_flight = False
-                    self._end(inst, None, None, Outcome.FAILED, "job shut down before creation")
-                if inst.ended:
-                    continue
+            self._pace.before_create()  # created then deleted if the job shut down meanwhile
             self._create_pod(inst)
-
-    def _paced(self) -> None:
-        """Wait while the API server pushes back, then for a token (throttle.py)."""
-        while True:
-            with self._throttle_lock:
-                wait = self._pushback.wait(time.monotonic())
-            if wait <= 0:
-                break
-            time.sleep(wait)
-        with self._throttle_lock:
-            wait = self._bucket.reserve(time.monotonic())
-        if wait > 0:
-            time.sleep(wait)
 
     def _create_pod(self, inst: _Instance) -> None:
         try:
@@ -433,8 +374,7 @@ class KubernetesInstanceManager(InstanceManager):
         except Exception as err:  # noqa: BLE001 - connection refused, timeout: transient
             self._refused(inst, ApiException(status=0, reason=str(err)))
             return
-        with self._throttle_lock:
-            self._pushback.accepted()
+        self._pace.accepted()
         self._bound(inst, uid)
 
     def _bound(self, inst: _Instance, uid: str) -> None:
@@ -453,17 +393,7 @@ class KubernetesInstanceManager(InstanceManager):
     def _refused(self, inst: _Instance, err: ApiException) -> None:
         message = _status_message(err)
         refusal = creation_refusal(err.status or 0, message)
-        with self._throttle_lock:
-            held = self._pushback.refused(
-                time.monotonic(), err.status or 0, retry_after(err.headers)
-            )
-        if held:
-            log.warning(
-                "the API server pushed back (HTTP %s: %s): no pod is created for %.1f s",
-                err.status,
-                message,
-                held,
-            )
+        self._pace.refused(err.status or 0, err.headers, message)
         if refusal is Refusal.CONFLICT:
             existing = self._read_pod(inst.pod)
             annotations = (existing or {}).get("metadata", {}).get("annotations") or {}
@@ -591,10 +521,7 @@ class KubernetesInstanceManager(InstanceManager):
         return _read_pod(self._api, self.namespace, name)
 
     def _delete_pod(self, name: str, grace: int) -> None:
-        with self._throttle_lock:
-            wait = self._bucket.reserve(time.monotonic())
-        if wait > 0:
-            time.sleep(wait)
+        self._pace.before_delete()
         delete = self._api.delete_namespaced_pod
         _call(
             f"delete pod {name}", lambda: delete(name, self.namespace, grace_period_seconds=grace)
@@ -603,6 +530,47 @@ class KubernetesInstanceManager(InstanceManager):
     def wait_watching(self, timeout: float = 10.0) -> bool:
         """Whether the watch has done its first list (for tests and start-up logs)."""
         return self._watch.ready.wait(timeout)
+
+
+def create_replacing(
+    api: Any, namespace: str, kind: str, body: dict[str, Any], backoff: CreationBackoff
+) -> None:
+    """Create a Service, the ConfigMap, the Secret or the NetworkPolicy now, replacing a stale
+    one of the same name (from an earlier attempt of the job: it may belong to another master
+    pod); transient refusals are retried with `backoff`; a fatal one raises RuntimeError."""
+    create = getattr(api, f"create_namespaced_{kind}")
+    delete = getattr(api, f"delete_namespaced_{kind}")
+    name = body["metadata"]["name"]
+    while True:
+        try:
+            create(namespace, body)
+            return
+        except ApiException as err:
+            message = _status_message(err)
+            refusal = creation_refusal(err.status or 0, message)
+            if refusal is Refusal.CONFLICT:
+                log.info("replacing the %s %s left by an earlier attempt", kind, name)
+                _call(f"delete {kind} {name}", lambda: delete(name, namespace))
+            elif refusal is Refusal.FATAL:
+                raise RuntimeError(
+                    f"cannot create {kind} {name} in namespace {namespace}: "
+                    f"HTTP {err.status}: {message}"
+                ) from None
+            delay = backoff.next_delay()
+            if delay is None:
+                raise RuntimeError(
+                    f"cannot create {kind} {name}: still refused after "
+                    f"{backoff.attempts} retries: HTTP {err.status}: {message}"
+                ) from None
+            log.warning(
+                "%s %s refused (HTTP %s: %s); retrying in %.1f s",
+                kind,
+                name,
+                err.status,
+                message,
+                delay,
+            )
+            time.sleep(delay)
 
 
 def _read_pod(api: Any, namespace: str, name: str) -> Mapping[str, Any] | None:

@@ -1,4 +1,4 @@
-"""How fast the Kubernetes instance manager calls the API server: pure logic, clock passed in.
+"""How fast the Kubernetes instance manager calls the API server.
 
 A job of 1,000 workers creates 1,000 pods at its start (and a preemption wave deletes and
 replaces a hundred at once); an API server answers a client that floods it with 429 (Too Many
@@ -13,13 +13,22 @@ Requests, API Priority and Fairness) or fails (5xx). So, as client-go does:
   one refused: as long as the answer's `Retry-After` says, else exponentially longer (1, 2,
   4 ... 30 s, with jitter) while refusals go on; an accepted call resets it. The refused pod
   is retried after its own backoff as well (pod_states.CreationBackoff).
+
+Both are pure (the clock passed in); `ApiPace` puts them behind a lock for the manager's
+threads and does the waiting.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from elasticdl.runtime.k8s.pod_states import CreationBackoff
+
+log = logging.getLogger("elasticdl.k8s")
 
 API_QPS = 20.0
 API_BURST = 30
@@ -85,3 +94,56 @@ def retry_after(headers: object) -> float | None:
         return max(0.0, float(value)) if value is not None else None
     except (TypeError, ValueError):
         return None
+
+
+class ApiPace:
+    """The manager's pace (thread-safe): `before_create()` / `before_delete()` wait their
+    turn; `accepted()` and `refused(...)` say how a creation went."""
+
+    def __init__(
+        self,
+        qps: float = API_QPS,
+        burst: int = API_BURST,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._bucket = TokenBucket(qps, burst)
+        self._pushback = Pushback()
+        self._lock = threading.Lock()
+        self._clock = clock
+        self._sleep = sleep
+
+    def before_create(self) -> None:
+        """Wait while the API server pushes back, then for a token."""
+        while True:
+            with self._lock:
+                wait = self._pushback.wait(self._clock())
+            if wait <= 0:
+                break
+            self._sleep(wait)
+        self.before_delete()
+
+    def before_delete(self) -> None:
+        """Wait for a token."""
+        with self._lock:
+            wait = self._bucket.reserve(self._clock())
+        if wait > 0:
+            self._sleep(wait)
+
+    def accepted(self) -> None:
+        with self._lock:
+            self._pushback.accepted()
+
+    def refused(self, status: int, headers: object, message: str = "") -> float:
+        """A creation was refused with `status` (`headers`: the answer's): the seconds every
+        creation now waits (0: not the server pushing back; else logged)."""
+        with self._lock:
+            held = self._pushback.refused(self._clock(), status, retry_after(headers))
+        if held:
+            log.warning(
+                "the API server pushed back (HTTP %s: %s): no pod is created for %.1f s",
+                status,
+                message,
+                held,
+            )
+        return held

@@ -18,6 +18,7 @@ from fake_kube import FakeKube, fake_kube
 from elasticdl.runtime.k8s import manifests as m
 from elasticdl.runtime.k8s.manager import KubernetesInstanceManager, PodExit
 from elasticdl.runtime.k8s.pod_states import CreationBackoff
+from elasticdl.runtime.k8s.throttle import ApiPace
 from elasticdl.runtime.master.instances import InstanceExit, Role
 
 SLEEPER = (
@@ -303,7 +304,7 @@ def pod_posts(kube: FakeKube) -> list[float]:
 def test_creations_keep_to_the_rate_limit(kube: FakeKube) -> None:
     """A token bucket (10 a second, bursts of 2 here) paces pod creations: 12 pods take at
     least (12 - 2) / 10 = 1 s from the first creation to the last, however fast the server."""
-    manager = make_manager(kube, api_qps=10, api_burst=2)
+    manager = make_manager(kube, pace=ApiPace(qps=10, burst=2))
     try:
         for worker_id in range(12):
             manager.start_worker(worker_id, [])

@@ -142,7 +142,7 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
                 warm_up.CopyFrom(self.warm_up)
                 warm_up.wait_s = found.wait_s
                 self.warm_up = warm_up
-            self.tasks.told_progress_every(found.progress_every_s)
+            self.tasks.progress_times.saw_told(found.progress_every_s)  # no-progress limits
         return found
 
     def serve_ps_addresses(self, current: Callable[[], Sequence[str]]) -> None:
@@ -226,11 +226,11 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         self._admit(request.worker_id, context)
         with self.lock:
             now = self._clock()
-            if not self.tasks.reports(request.task_id):
-                self._meter.count()  # a task's first report comes once a task, whatever the pace
-            self.tasks.report_progress(
+            reports = self.tasks.report_progress(
                 request.worker_id, request.task_id, request.records_done, now
             )
+            if reports == 1:
+                self._meter.count()  # a task's first report comes once a task, whatever the pace
             if request.worker_id not in self.stats.first_progress:
                 self.stats.first_progress[request.worker_id] = now
                 self.stats.started.append((request.worker_id, now))

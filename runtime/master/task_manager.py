@@ -430,16 +430,12 @@ class TaskManager:
         )
         self._todo.insert(first_training, running.task)
 
-    def told_progress_every(self, seconds: float) -> None:
-        """Workers were asked to report progress at most every `seconds` (call_budget.py):
-        the no-progress limits allow for it."""
-        self.progress_times.saw_told(seconds)
-
-    def report_progress(self, worker_id: int, task_id: int, records_done: int, now: float) -> bool:
-        """Record cumulative progress within a task; False if the task is not this worker's."""
+    def report_progress(self, worker_id: int, task_id: int, records_done: int, now: float) -> int:
+        """Record cumulative progress within a task; the task's reports so far, this one
+        counted (0: the task is not this worker's)."""
         running = self._doing.get(task_id)
         if running is None or running.worker_id != worker_id:
-            return False
+            return 0
         if running.task.type == TaskType.TRAINING:
             waited = now - running.last_progress_at
             if running.reports:
@@ -453,7 +449,7 @@ class TaskManager:
                 self._count_trained(running.task, running.records_done, done)
             running.records_done = done
         running.last_progress_at = now
-        return True
+        return running.reports
 
     def _count_trained(self, task: Task, old: int, new: int, redone: bool = False) -> None:
         """Records `old`..`new` of a training task were trained; those an earlier run of a
@@ -632,10 +628,8 @@ class TaskManager:
 
     def lineage_of(self, worker_id: int, task_id: int) -> int | None:
         """The lineage of a task `worker_id` is running, None if it is not running it."""
-        running = self._doing.get(task_id)
-        if running is None or running.worker_id != worker_id:
-            return None
-        return running.task.lineage
+        task = self.running(worker_id, task_id)
+        return task.lineage if task is not None else None
 
     def stop_training(self, reason: str, now: float) -> None:
         """End training before its last epoch: no training task is handed out from now on
@@ -672,12 +666,7 @@ class TaskManager:
             and self._next_epoch >= self.config.num_epochs
         )
 
-    @property
-    def pending(self) -> int:
-        return len(self._todo) + len(self._doing)
-
     def doing(self, worker_id: int | None = None) -> list[Task]:
-        """The tasks `worker_id` runs or holds ahead (None: every worker's)."""
         running = self._doing.values() if worker_id is None else self._doing.of(worker_id)
         return [r.task for r in running]
 
@@ -685,11 +674,6 @@ class TaskManager:
         """Task `task_id` if `worker_id` runs it or holds it ahead, else None."""
         running = self._doing.get(task_id)
         return running.task if running is not None and running.worker_id == worker_id else None
-
-    def reports(self, task_id: int) -> int:
-        """Progress reports received for running task `task_id` (0: none, or not running)."""
-        running = self._doing.get(task_id)
-        return running.reports if running is not None else 0
 
     def holders(self) -> set[int]:
         """The workers that hold a task now."""

@@ -882,6 +882,51 @@ def check_accounting(
     return problems
 
 
+class _DirectContext:
+    """A call's context for the servicer called directly (no gRPC)."""
+
+    def abort(self, code: Any, details: str) -> None:
+        raise RuntimeError(details)
+
+    def peer(self) -> str:
+        return "ipv4:127.0.0.1:1"
+
+
+def servicer_cost(workers: int, calls: int = 20_000) -> float:
+    """CPU microseconds of one worker call served by the servicer itself (no gRPC: its lock,
+    the admission lookup, the task manager) while `workers` workers hold a task each: three
+    progress reports for each result-and-next-task, from workers drawn at random."""
+    from elasticdl.proto import elasticdl_pb2 as pb
+    from elasticdl.runtime.data.shards import plan_shards
+    from elasticdl.runtime.master.servicer import MasterServicer
+    from elasticdl.runtime.master.task_manager import TaskManager, TaskManagerConfig
+
+    shards = plan_shards([("sim://cost.recordio", workers * 4 * 64)], 64)
+    config = TaskManagerConfig(records_per_task=64, num_epochs=10_000)  # planned lazily
+    servicer = MasterServicer(TaskManager(shards, config))
+    alive = set(range(workers))
+    servicer.admit_workers(alive.__contains__)
+    context = _DirectContext()
+    held = {w: servicer.get_task(pb.GetTaskRequest(worker_id=w), context) for w in alive}
+    rng = random.Random(38)
+    started = time.thread_time()  # CPU time: this 2-core machine is shared
+    for i in range(calls):
+        worker = rng.randrange(workers)
+        task = held[worker]
+        if i % 4:
+            report = pb.ReportProgressRequest(
+                worker_id=worker, task_id=task.task_id, records_done=i % 64, loss=1.0
+            )
+            servicer.report_progress(report, context)
+        else:
+            done = {"records_done": task.end - task.start - task.skip}
+            result = pb.ReportTaskResultRequest(
+                worker_id=worker, task_id=task.task_id, exec_counters=done
+            )
+            held[worker] = servicer.finish_task(result, context)
+    return (time.thread_time() - started) / calls * 1e6
+
+
 def status_once(address: str, secret_dir: str) -> tuple[float, dict[str, Any]]:
     """`elasticdl status --master ADDRESS --secret_file DIR` as the command does it; seconds."""
     from elasticdl.runtime.master.live_status import format_status
@@ -1237,6 +1282,14 @@ def main(argv: list[str] | None = None) -> int:
     pods = 1000 if args.pods is None else args.pods
     print(f"runtime: {runtime_revision()}; nproc {os.cpu_count()}; load {loadavg()}", flush=True)
     results: list[tuple[str, float, str]] = []
+    cost = {n: servicer_cost(n) for n in (10, 1000, 5000)}
+    print(
+        "servicer alone, us a worker call: "
+        + ", ".join(f"{cost[n]:.1f} at {n} workers" for n in cost),
+        flush=True,
+    )
+    results.append(("scale_servicer_us_per_call_1000", cost[1000], "none"))
+    results.append(("scale_servicer_cost_ratio_5000_to_10", cost[5000] / cost[10], "~1"))
     baseline = None
     if args.baseline:
         plan = Plan(

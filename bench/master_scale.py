@@ -254,6 +254,15 @@ class SimInstances(InstanceManager):
             host.put(("stop",))
 
 
+def _in_request(frame: Any) -> bool:
+    """Whether a thread's frame is gRPC's wait for a request's message."""
+    back = getattr(frame, "f_back", None)
+    try:
+        return frame.f_code.co_name == "wait" and back.f_code.co_name == "unary_request"
+    except AttributeError:
+        return False
+
+
 def _stall_watch(stop: threading.Event, found: list[tuple[float, float, str]]) -> None:
     """A thread that sleeps 10 ms at a time: when it wakes over 150 ms late (no CPU or no GIL
     for it), what the other threads were doing: (late ms, at, their stacks' last lines)."""
@@ -269,13 +278,7 @@ def _stall_watch(stop: threading.Event, found: list[tuple[float, float, str]]) -
         late = time.monotonic() - started - 0.01
         beat += 1
         if beat % 10 == 0:  # how many gRPC threads wait for a request's message
-            waiting = sum(
-                1
-                for frame in sys._current_frames().values()  # noqa: SLF001 - diagnosis
-                if frame.f_code.co_name == "wait"
-                and frame.f_back is not None
-                and frame.f_back.f_code.co_name == "unary_request"
-            )
+            waiting = sum(1 for frame in sys._current_frames().values() if _in_request(frame))  # noqa: SLF001
             if waiting >= 8:
                 found.append((0, round(started - origin, 1), f"{waiting} threads in unary_request"))
         if late > 0.15:
@@ -554,6 +557,8 @@ class HostFigures:
     tasks: list[tuple[int, int, str, int, int, int]] = field(default_factory=list)
     """(task id, epoch, file, start, end, skip) of every training task handed to a worker."""
     errors: list[str] = field(default_factory=list)
+    failed_calls: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    """'call STATUS' -> when each failed (seconds since the host started)."""
     vanished: int = 0
     pushes: int = 0
     progress_every_s: list[float] = field(default_factory=list)
@@ -596,7 +601,11 @@ class SimWorker:
         started = time.perf_counter()
         sent = (SENT_KEY, repr(time.monotonic()))
         call = method(request, metadata=(*self.host.metadata, sent), timeout=60)
-        answer = await call
+        try:
+            answer = await call
+        except Exception as err:  # noqa: BLE001 - counted, then the worker's failure
+            self.host.failed(kind, err)
+            raise
         took = time.perf_counter() - started
         self.host.figures.latencies[kind].append(took)
         if not self.calls:
@@ -679,7 +688,11 @@ class SimWorker:
                 push = pb.PushGradientsRequest(
                     worker_id=self.worker_id, task_id=task.task_id, records_end=records
                 )
-                await self.ps.push_gradients(push, metadata=self.host.metadata, timeout=60)
+                try:
+                    await self.ps.push_gradients(push, metadata=self.host.metadata, timeout=60)
+                except Exception as err:  # noqa: BLE001 - counted, then the worker's failure
+                    self.host.failed("push_gradients", err)
+                    raise
                 self.host.figures.pushes += 1
                 done = records
                 next_push = min(end_at, time.monotonic() + PUSH_EVERY_S)
@@ -739,9 +752,14 @@ class Host:
         self.exits_out = exits_out
         self.probes = probes
         self.figures = HostFigures(probes=probes)
+        self.origin = time.monotonic()
         self.workers: dict[int, tuple[SimWorker, asyncio.Task[Any]]] = {}
         self.rng = random.Random(plan.seed)
         self.stopped = asyncio.Event()
+
+    def failed(self, kind: str, err: BaseException) -> None:
+        code = err.code().name if hasattr(err, "code") else type(err).__name__
+        self.figures.failed_calls[f"{kind} {code}"].append(round(time.monotonic() - self.origin, 1))
 
     def start(self, worker_id: int, created_in: float) -> None:
         worker = SimWorker(self, worker_id, created_in)
@@ -834,6 +852,7 @@ def host_main(
         watch.cancel()
         figures = host.figures
         figures.latencies = dict(figures.latencies)
+        figures.failed_calls = dict(figures.failed_calls)
         figures.probes = probes
         out.put(("host", asdict(figures)))
 
@@ -848,6 +867,15 @@ def _percentile(values: Sequence[float], q: float) -> float:
         return math.nan
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+def _failed_calls(host_figures: list[dict[str, Any]]) -> dict[str, tuple[int, float]]:
+    """'call STATUS' -> (how many failed, when the first did: s since its host started)."""
+    found: dict[str, list[float]] = defaultdict(list)
+    for h in host_figures:
+        for key, times in h["failed_calls"].items():
+            found[key] += times
+    return {key: (len(times), min(times)) for key, times in sorted(found.items())}
 
 
 def check_accounting(
@@ -1057,7 +1085,6 @@ def simulate(plan: Plan, verbose: bool = True) -> dict[str, Any]:
     errors = [e for h in host_figures for e in h["errors"]]
     exact = (
         not problems
-        and not errors
         and not done["failure"]
         and records["planned"] == planned
         and records["trained"] == planned
@@ -1126,6 +1153,7 @@ def simulate(plan: Plan, verbose: bool = True) -> dict[str, Any]:
         "failure": done["failure"],
         "errors": errors[:5],
         "error_count": len(errors),
+        "failed_calls": _failed_calls(host_figures),
         "accounting_problems": problems[:5],
         "records_exact": 1 if exact else 0,
         "status_ms_max": max(status_s) * 1e3 if status_s else math.nan,

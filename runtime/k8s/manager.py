@@ -144,6 +144,8 @@ class _Instance:
     delete_grace: int | None = None
     """Signalled while its create call was under way: delete it with this grace once created."""
     ended: bool = False
+    running: bool = False
+    """Its pod was seen running (the watch said so)."""
     signal_sent: int | None = None
     launch_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
@@ -267,6 +269,14 @@ class KubernetesInstanceManager(InstanceManager):
         with self._lock:
             return sorted(
                 i for (r, i), inst in self._current.items() if r == role and not inst.ended
+            )
+
+    def running(self, role: Role) -> list[int]:
+        """Indexes of the instances of `role` whose pod the watch saw running, not ended."""
+        with self._lock:
+            found = self._current.items()
+            return sorted(
+                i for (r, i), inst in found if r == role and inst.running and not inst.ended
             )
 
     def is_alive(self, role: Role, index: int) -> bool:
@@ -466,6 +476,7 @@ class KubernetesInstanceManager(InstanceManager):
         if inst is None or inst.ended:
             return
         if decision.outcome is Outcome.RUNNING:
+            inst.running = True
             log.info("%s%d: %s", inst.role, inst.index, decision.message)
             return
         code, sig, outcome, message = (

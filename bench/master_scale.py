@@ -34,9 +34,9 @@ to handler) and out (handler to answer) from the machine-wide monotonic clock. T
 at nice -10 (`--master-nice`): on a cluster it has cores of its own.
 
 **Mid-run loss**: once `elasticdl status` says 40 % of the records are trained, 10 % of the
-workers vanish at once (their channels closed mid-call, no goodbye); their exits reach the
-master 1 s later (what a pod watch takes), as pods killed from outside (preempted), and the
-supervisor replaces them as it does pods.
+workers (none of the probes) vanish at once (their channels closed mid-call, no goodbye);
+their exits reach the master 1 s later (what a pod watch takes), as pods killed from outside
+(preempted), and the supervisor replaces them as it does pods.
 
 **Accounting**: after the job, every task any simulated worker was handed is looked up in the
 stub PS; per record range and epoch, the applied pieces `[skip, skip + applied)` must tile the
@@ -1049,8 +1049,11 @@ def simulate(plan: Plan, verbose: bool = True) -> dict[str, Any]:
             )
         if vanished_at is None and percent >= VANISH_AT * 100:
             vanished_at = time.monotonic() - wall0
-            for command in commands:
-                command.put(("vanish", VANISH_FRACTION))
+            # The probes measure: they stay. The others lose as many as 10 % of all would.
+            probes = plan.workers // plan.probe_every
+            share = VANISH_FRACTION * plan.workers / (plan.workers - probes)
+            for command in commands[1:]:
+                command.put(("vanish", share))
     wall = time.monotonic() - wall0
     busy, ours = machine_busy_s() - busy0, our_cpu_s(pids) - ours0
     for command in commands:

@@ -21,12 +21,13 @@ BUDGET = CallBudget(calls_per_s=600, progress_share=0.25)
     [
         (0, 0, 0.1, 0.2),  # nothing known yet: the worker's own defaults
         (4, 30, 0.1, 0.2),  # a small job is never slowed down
-        (60, 0, 0.1, 0.2),  # up to 60 workers report every 0.1 s
-        (300, 0, 0.5, 0.5),  # the budget shared: 300 / 600
-        (300, 300, 1.0, 0.5),  # half the budget taken by task calls: reports get the rest
-        (1000, 500, 6.667, 1.667),  # task calls beyond the budget: reports get a quarter
-        (1000, 5000, 6.667, 1.667),
-        (5000, 2500, 30.0, 8.333),  # at the ceiling
+        (30, 0, 0.1, 0.2),  # up to 30 workers keep both defaults
+        (60, 0, 0.1, 0.4),  # up to 60 report every 0.1 s; waits share a quarter: 60 / 150
+        (300, 0, 0.5, 2.0),  # the budget shared: 300 / 600
+        (300, 300, 1.0, 2.0),  # half the budget taken by task calls: reports get the rest
+        (1000, 500, 6.667, 6.667),  # task calls beyond the budget: reports get a quarter
+        (1000, 5000, 6.667, 6.667),
+        (5000, 2500, 30.0, 10.0),  # at the ceilings
         (20000, 0, 30.0, 10.0),
     ],
 )
@@ -56,11 +57,12 @@ def test_the_meter_gives_a_smoothed_rate_once_a_window_passed() -> None:
 
 def test_tasks_and_waits_name_the_pace_and_timeouts_allow_for_it() -> None:
     """A servicer of 30 workers on a budget of 10 calls a second, all taken by other calls:
-    its tasks ask for a report every 30 / (10 / 4) = 12 s at most, its WAITs to ask again
-    after 30 / 10 = 3 s, and the no-progress limit of a task that reported is 5 x 12 s."""
+    its tasks ask for a report every 30 / (10 / 4) = 12 s at most, its WAITs (the whole budget
+    theirs here) to ask again after 30 / 10 = 3 s, and the no-progress limit of a task that
+    reported is 5 x 12 s."""
     tasks = TaskManager(plan_shards([("f", 30)], 10), TaskManagerConfig(records_per_task=10))
     servicer = MasterServicer(tasks, hold_workers=True)
-    servicer.budget = CallBudget(calls_per_s=10, progress_share=0.25)
+    servicer.budget = CallBudget(calls_per_s=10, progress_share=0.25, wait_share=1.0)
     server, port = serve_master(servicer, "127.0.0.1", 0)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:

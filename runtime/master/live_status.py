@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from elasticdl.runtime.master import report as views
-from elasticdl.runtime.master.events import EvaluationDone, EventLog
+from elasticdl.runtime.master.events import EvaluationDone, EventLog, InstanceLost, WorkerLaunched
 
 RECENT_FAILURES = 5
 LISTED_WORKERS = 50
@@ -28,14 +28,14 @@ def worker_states(
     log: EventLog, t0: float, alive: list[int], holding: set[int]
 ) -> list[dict[str, Any]]:
     """Every worker the job launched: `training` (alive, holds a task), `idle` (alive, no
-    task), `starting` (launched, not yet seen alive) or how it ended."""
-    states = []
+    task), `starting` (launched, not yet seen alive) or how it ended (its last exit's kind)."""
+    ended = {e.id: e.exit_kind for e in log.of(InstanceLost) if e.role == "worker"}
     alive_now = set(alive)
-    for instance in views.workers_section(log, t0, 0, 0, 0)["instances"]:
-        worker_id = instance["worker_id"]
-        end = instance["exit"]
-        if end is not None:
-            state = end["reason"]
+    states = []
+    for launch in log.of(WorkerLaunched):
+        worker_id = launch.worker_id
+        if worker_id in ended:
+            state = ended[worker_id]
         elif worker_id in alive_now:
             state = "training" if worker_id in holding else "idle"
         else:

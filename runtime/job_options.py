@@ -295,7 +295,8 @@ def _shared(minibatch_size: int, timeout_help: str, chaos_example: str) -> tuple
         ),
         Option(
             "records_per_task",
-            "Records a worker takes per task",
+            "Records a worker takes per task (training: at most; fewer when an epoch would "
+            "have fewer than 2 tasks per worker)",
             int,
             1024,
             minimum=1,

@@ -314,7 +314,8 @@ def _shared(
         ),
         Option(
             "records_per_task",
-            "Records a worker takes per task",
+            "Records a worker takes per task (training: at most; fewer when an epoch would "
+            "have fewer than 2 tasks per worker)",
             int,
             1024,
             minimum=1,

@@ -297,7 +297,7 @@ class InferenceJob:
             if config.prediction_dir:
                 _remove(config.prediction_dir)
             raise
-        servicer.admit_workers(lambda: manager.alive(Role.WORKER))
+        servicer.admit_workers(lambda worker_id: manager.is_alive(Role.WORKER, worker_id))
         log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
         tasks = TaskState(servicer)
         supervisor = Supervisor(

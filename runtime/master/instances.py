@@ -96,6 +96,11 @@ class InstanceManager(abc.ABC):
     def alive(self, role: Role) -> list[int]:
         """Indexes of the running instances of `role`."""
 
+    def is_alive(self, role: Role, index: int) -> bool:
+        """Whether instance `index` of `role` runs (the master asks on every worker call:
+        managers answer with a lookup, not a list)."""
+        return index in self.alive(role)
+
     @abc.abstractmethod
     def shutdown(self, grace_s: float = 5.0) -> None:
         """Stop everything: SIGTERM, then SIGKILL after `grace_s`."""
@@ -283,6 +288,10 @@ class LocalInstanceManager(InstanceManager):
     def alive(self, role: Role) -> list[int]:
         with self._lock:
             return sorted(i for (r, i) in self._running if r == role)
+
+    def is_alive(self, role: Role, index: int) -> bool:
+        with self._lock:
+            return (role, index) in self._running
 
     def shutdown(self, grace_s: float = 5.0) -> None:
         with self._lock:

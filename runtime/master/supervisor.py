@@ -233,12 +233,13 @@ class Supervisor:
 
     def active_workers(self) -> list[int]:
         """Workers alive and not on their way out (spares are not the job's workers yet)."""
-        spares = self.spares.ids
-        return [w for w in self.manager.alive(Role.WORKER) if w not in self.retired | spares]
+        leaving = self.retired | self.spares.ids
+        return [w for w in self.manager.alive(Role.WORKER) if w not in leaving]
 
     def workers_alive(self) -> list[int]:
         """Workers alive, those on their way out included, spares not."""
-        return [w for w in self.manager.alive(Role.WORKER) if w not in self.spares.ids]
+        spares = self.spares.ids
+        return [w for w in self.manager.alive(Role.WORKER) if w not in spares]
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -263,6 +264,7 @@ class Supervisor:
                     raise JobFailed(failure)
                 if self.plugin.done(self.tasks):
                     break
+                self.tasks.pace(len(self.workers_alive()), time.monotonic())
                 if not self._ps_down():
                     for expired in self.tasks.expired(time.monotonic()):
                         self._on_timeout(expired.worker_id, expired.task_id, expired.timeout_s)

@@ -36,7 +36,7 @@ from elasticdl.runtime.callbacks import CallbackError, EarlyStopper, JobCallback
 from elasticdl.runtime.data.metadata import DatasetMetadata
 from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
-from elasticdl.runtime.data.shards import plan_shards
+from elasticdl.runtime.data.shards import plan_shards, task_size
 from elasticdl.runtime.job_config import JobConfig, host_port
 from elasticdl.runtime.job_options import auto_minibatch
 from elasticdl.runtime.master import keras_switch
@@ -47,6 +47,7 @@ from elasticdl.runtime.master.curves import FILE_NAME as CURVES_FILE
 from elasticdl.runtime.master.curves import write_png as write_curves
 from elasticdl.runtime.master.events import CheckpointFound, EventLog, JobStopped
 from elasticdl.runtime.master.export import export_model, write_trained_model
+from elasticdl.runtime.master.heap import QuietHeap
 from elasticdl.runtime.master.instances import InstanceManager, LocalInstanceManager, Role
 from elasticdl.runtime.master.live_status import status_report
 from elasticdl.runtime.master.options import TrainOptions
@@ -137,11 +138,22 @@ class TrainingJob:
     def _prepare(self, zoo: ZooSource) -> tuple[JobConfig, TaskManager, list[bytes], Path]:
         o = self.options
         files = self._files
-        shards = plan_shards(files, o.records_per_task)
+        if o.minibatch_size is None:
+            o.minibatch_size = auto_minibatch(sum(count for _, count in files))
+        size = task_size(files, o.records_per_task, o.num_workers, o.minibatch_size)
+        shards = plan_shards(files, size)
+        if size != o.records_per_task:
+            log.info(
+                "job %s: tasks of %d records, not --records_per_task %d: an epoch has %d tasks "
+                "for %d workers (one to train and one to hold ahead each)",
+                self.job_name,
+                size,
+                o.records_per_task,
+                len(shards),
+                o.num_workers,
+            )
         if not shards:
             raise ValueError(f"--training_data {o.training_data!r}: the files hold no records")
-        if o.minibatch_size is None:
-            o.minibatch_size = auto_minibatch(sum(s.num_records for s in shards))
         sample = list(read_records(shards[0].file, 0, min(8, shards[0].num_records)))
         spec, features = job_spec(o, zoo, DatasetMetadata.for_file(shards[0].file, sample[0]))
         self._spec = spec
@@ -269,7 +281,7 @@ class TrainingJob:
             server.stop(grace=None)
             raise
         manager.listen_for_scale(self.scale_inbox, self.live_status)
-        servicer.admit_workers(lambda: manager.alive(Role.WORKER))
+        servicer.admit_workers(lambda worker_id: manager.is_alive(Role.WORKER, worker_id))
         log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
         tasks = TaskState(servicer)
         supervisor = Supervisor(
@@ -303,9 +315,11 @@ class TrainingJob:
         live = views.LiveViews(self.events, progress, feed)
         error, status, training_s = "", "failed", 0.0
         ps_client = health = plugin = None
+        heap = QuietHeap()
         try:
             with stop_on_signals(supervisor):
                 supervisor.start()
+                heap.start()
                 if standbys is not None:
                     standbys.close()
                 from elasticdl.runtime.ps.client import PSClient
@@ -332,6 +346,7 @@ class TrainingJob:
                     health,
                     o.num_ps,
                     self._journal,
+                    heap,
                 )
                 supervisor.watch()
             tasks.release_workers()
@@ -387,6 +402,7 @@ class TrainingJob:
         finally:
             if plugin is not None and status != "succeeded":
                 plugin.journal_progress(tasks)
+            heap.stop()
             if health is not None:
                 health.stop()
             self.scale_inbox.close(f"job {self.job_name} has ended")
@@ -434,42 +450,23 @@ class TrainingJob:
         final_version: int = 0,
     ) -> dict[str, Any]:
         self._find_checkpoints()
-        counts = tasks.counts()
         o = self.options
-        # First: it may add its event to the log, which the shared sections list.
-        diverged = views.diverged_section(self.events, counts["records"]["skipped_nonfinite_loss"])
-        shared = views.shared_sections(
+        return views.training_report(
             self.events,
-            supervisor.t0,
-            counts,
-            (o.num_workers, o.min_workers, supervisor.target),
-            counts["records"]["trained"],
-            seconds,
+            tasks.counts(),
+            job_name=self.job_name,
+            status=status,
+            error=error,
+            model_def=o.model_def,
+            output=o.output,
+            workers=(o.num_workers, o.min_workers, supervisor.target),
+            num_ps=o.num_ps,
+            t0=supervisor.t0,
+            seconds=seconds,
+            preparing_s=supervisor.t0 - self._started,
+            resumed_from=self._resumed_from,
+            final_version=final_version,
         )
-        shared["throughput"]["training_seconds"] = shared["throughput"]["seconds"]
-        shared["throughput"]["preparing_seconds"] = round(supervisor.t0 - self._started, 3)
-        evaluated = views.evaluation_section(self.events)
-        return {
-            "job_name": self.job_name,
-            "kind": "train",
-            "status": status,
-            "error": error,
-            "model_def": o.model_def,
-            "output": o.output,
-            "records": counts["records"],
-            "epochs": counts["epochs"],
-            **shared,
-            "parameter_servers": views.parameter_servers_section(self.events, o.num_ps),
-            "checkpoints": views.checkpoints_section(self.events),
-            "checkpoint_failures": views.checkpoint_failures_section(self.events, supervisor.t0),
-            "resumed_from": self._resumed_from,
-            "model_version": max(counts["model_version"], final_version),
-            "metrics": dict(evaluated[-1]["metrics"]) if evaluated else {},
-            "evaluation": evaluated,
-            "history": views.history_section(self.events),
-            "final_loss": views.final_loss(counts["last_loss"]),
-            "diverged": diverged,
-        }
 
     def _find_checkpoints(self) -> None:
         """Log the valid checkpoints under the job's checkpoint directory, oldest first."""

@@ -2,7 +2,8 @@
 
 `InferenceJob.run()` mirrors the training job without parameter servers:
 
-1. read the TrainedModel (clear errors for a missing or corrupt one), rebuild its spec from the
+1. claim `--output` (output_claim.py: a second job on it fails at once), read the
+   TrainedModel (clear errors for a missing or corrupt one), rebuild its spec from the
    zoo it names, check the data has every feature the model was trained on, and check the
    output location, all before starting a process;
 2. serve the Master service and start workers that load the trained parameters, through the
@@ -22,6 +23,7 @@ master (its workers finish their minibatch; the report, status "stopped", is in 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -67,6 +69,7 @@ from elasticdl.runtime.master.task_manager import (
 )
 from elasticdl.runtime.master.task_state import TaskState
 from elasticdl.runtime.model_spec import load_model_spec
+from elasticdl.runtime.output_claim import OutputClaim
 from elasticdl.runtime.outputs import check_output
 from elasticdl.runtime.trained_model import TrainedModelError, read_trained_model
 from elasticdl.runtime.zoo_source import ZooSource, resolve_zoo
@@ -230,12 +233,14 @@ class InferenceJob:
         when this one imported TensorFlow with the other Keras (keras_switch.py)."""
         o = self.options
         self._started = time.monotonic()
-        root, trained = self._model_file()
-        likely = keras_switch.likely("auto", root, trained.model_def)
-        local = self._manager_factory is LocalInstanceManager
-        self._counted = count_files(o.data)  # data that is not there: before anything starts
-        with job_start(local, o.num_workers, likely) as standbys:
-            return self._run(root, trained, standbys)
+        claim = OutputClaim(o.output, self.job_name) if o.job_type == "predict" else None
+        with claim or contextlib.nullcontext():  # first: one job per --output
+            root, trained = self._model_file()
+            likely = keras_switch.likely("auto", root, trained.model_def)
+            local = self._manager_factory is LocalInstanceManager
+            self._counted = count_files(o.data)  # data that is not there: before anything starts
+            with job_start(local, o.num_workers, likely) as standbys:
+                return self._run(root, trained, standbys)
 
     def _run(self, root: Path, trained: Any, standbys: Standbys | None) -> InferenceResult:
         o = self.options

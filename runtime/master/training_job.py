@@ -2,8 +2,8 @@
 
 `TrainingJob.run()` is the whole life of a job:
 
-1. check the inputs (model definition and params, data, output location, the checkpoint to
-   start from) and build the model once on the first records, before starting any process, so
+1. claim `--output` (output_claim.py: a second job on it fails at once), then check the
+   inputs (model definition and params, data, output location, the checkpoint to start from) and build the model once on the first records, before starting any process, so
    bad input fails in seconds with one clear line;
 2. serve the Master gRPC service; the supervisor (supervisor.py) starts the parameter servers
    and the workers and watches them, with the training plug-in (training_plugin.py): PS
@@ -72,7 +72,8 @@ from elasticdl.runtime.master.task_state import TaskState
 from elasticdl.runtime.master.tensorboard import open_feed, set_aside_default
 from elasticdl.runtime.master.training_plugin import Evaluations, TrainingPlugin
 from elasticdl.runtime.model_spec import load_model_spec
-from elasticdl.runtime.outputs import PublishError, check_output, publish, staging_dir
+from elasticdl.runtime.output_claim import OutputClaim
+from elasticdl.runtime.outputs import OutputError, check_output, publish, staging_dir
 from elasticdl.runtime.zoo_source import ZooSource, resolve_zoo
 
 log = logging.getLogger("elasticdl.master")
@@ -235,11 +236,12 @@ class TrainingJob:
         o = self.options
         self._started = time.monotonic()
         local = self._manager_factory is LocalInstanceManager
-        zoo = resolve_zoo(o.model_zoo)  # once: a git zoo's branch may move meanwhile
-        likely = keras_switch.likely(o.keras_version, zoo.root, o.model_def)
-        self._files = count_files(o.training_data)  # bad data fails before anything starts
-        with job_start(local, o.num_ps + o.num_workers, likely) as standbys:
-            return self._run(zoo, standbys)
+        with OutputClaim(o.output, self.job_name):  # first: one job per --output
+            zoo = resolve_zoo(o.model_zoo)  # once: a git zoo's branch may move meanwhile
+            likely = keras_switch.likely(o.keras_version, zoo.root, o.model_def)
+            self._files = count_files(o.training_data)  # bad data fails before anything starts
+            with job_start(local, o.num_ps + o.num_workers, likely) as standbys:
+                return self._run(zoo, standbys)
 
     def _run(self, zoo: ZooSource, standbys: Standbys | None) -> JobResult:
         o = self.options
@@ -367,11 +369,12 @@ class TrainingJob:
                 )
                 if facts.get("loss_units"):
                     report["loss_units"] = facts["loss_units"]
-                views.write(report, staged, work)
+                views.write(report, staged)
                 write_curves(report["history"], staged / CURVES_FILE)
                 write_trained_model(trained, staged)
                 publish(staged, o.output)
-            except PublishError as err:
+                views.write(report, work)  # "succeeded" only once it is
+            except OutputError as err:  # PublishError included
                 raise JobFailed(str(err)) from None
             except OSError as err:  # staging the model: TMPDIR full, say
                 cause = err.strerror or str(err)

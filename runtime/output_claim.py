@@ -271,7 +271,9 @@ class OutputClaim:
                 if (found := self._read_remote()) is not None and found.token == self.me.token:
                     self._fs.rm_file(self.path)
             except OSError as err:
-                log.warning("--output %s: could not remove its claim %s: %s", self.url, self.path, err)
+                log.warning(
+                    "--output %s: could not remove its claim %s: %s", self.url, self.path, err
+                )
         if self._fd is not None:
             try:
                 if os.fstat(self._fd).st_ino == os.stat(self.path).st_ino:

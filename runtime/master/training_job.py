@@ -3,7 +3,8 @@
 `TrainingJob.run()` is the whole life of a job:
 
 1. claim `--output` (output_claim.py: a second job on it fails at once), then check the
-   inputs (model definition and params, data, output location, the checkpoint to start from) and build the model once on the first records, before starting any process, so
+   inputs (model definition and params, data, output location, the checkpoint to start
+   from) and build the model once on the first records, before starting any process, so
    bad input fails in seconds with one clear line;
 2. serve the Master gRPC service; the supervisor (supervisor.py) starts the parameter servers
    and the workers and watches them, with the training plug-in (training_plugin.py): PS

@@ -138,7 +138,9 @@ def test_a_job_run_in_a_child_process_runs_under_its_parents_claim(tmp_path):
         assert done.returncode == 0 and done.stdout.strip() == "None", done.stderr
         assert (tmp_path / ".model.claim").exists(), "the child leaves the parent's claim"
         other = subprocess.run(
-            [sys.executable, "-c", child, str(output), "train-other"], capture_output=True, text=True
+            [sys.executable, "-c", child, str(output), "train-other"],
+            capture_output=True,
+            text=True,
         )
         assert other.returncode == 1 and "is in use by job train-same" in other.stderr
 

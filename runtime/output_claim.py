@@ -162,7 +162,8 @@ class OutputClaim:
         except OSError as err:
             cause = err.strerror or str(err) or type(err).__name__
             raise OutputError(
-                f"--output {self.url!r}: cannot write its claim file {self.path}: {cause}"
+                f"--output {self.url!r} is not writable: cannot write its claim file "
+                f"{self.path}: {cause}"
             ) from None
         if self._inherited:
             return

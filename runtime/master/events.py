@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -172,6 +172,18 @@ class PSUnresponsive(Event):
 
 
 @dataclass(frozen=True)
+class InstanceSlow(Event):
+    """A PS that answered no liveness probe, or a worker whose task made no progress, was found
+    slow, not hung (runnable, or using CPU: liveness.py): the job waits for it."""
+
+    role: str = "ps"
+    id: int = 0
+    silent_s: float = 0.0
+    reason: str = ""
+    KIND: ClassVar[str] = "instance_slow"
+
+
+@dataclass(frozen=True)
 class PSRecovered(Event):
     """A relaunched PS serves again. `seconds` is the real downtime: from the old one's end
     (or, hung, its detection) until the new one answered."""
@@ -317,10 +329,17 @@ class EventLog:
     def __init__(self) -> None:
         self._events: list[Event] = []
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[Event], None]] = []
+
+    def listen(self, listener: Callable[[Event], None]) -> None:
+        """Call `listener(event)` for every event added from now on (console.py)."""
+        self._listeners.append(listener)
 
     def add(self, event: E) -> E:
         with self._lock:
             self._events.append(event)
+        for listener in self._listeners:
+            listener(event)
         return event
 
     def __iter__(self) -> Iterator[Event]:

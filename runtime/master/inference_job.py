@@ -45,7 +45,7 @@ from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import Shard, plan_shards
 from elasticdl.runtime.job_config import JobConfig, host_port
-from elasticdl.runtime.master import keras_switch
+from elasticdl.runtime.master import console, keras_switch
 from elasticdl.runtime.master import report as views
 from elasticdl.runtime.master.bounds import job_bound
 from elasticdl.runtime.master.chaos import parse_chaos
@@ -111,6 +111,7 @@ class InferenceJob:
         self._manager_factory = instance_manager_factory or LocalInstanceManager
         self.job_name = options.job_name or f"{options.job_type}-{uuid.uuid4().hex[:8]}"
         self.events = EventLog()
+        self.events.listen(console.log_event)  # lost roles named as it happens
         self._keras = keras_mode.current()
         self._started = time.monotonic()
         self._counted: list[tuple[str, int]] = []

@@ -339,6 +339,21 @@ def diverged_section(log: EventLog, nonfinite_records: int) -> dict[str, Any] | 
     return {"reason": e.reason, "first_loss": _r(e.first_loss), "final_loss": _r(e.final_loss)}
 
 
+def learning_section(log: EventLog, resumed: bool, diverged: bool) -> dict[str, str] | None:
+    """Whether the loss says the model was not learning, or still learning fast when training
+    ended (learning.py), with the flag or WITH key that would help; None when neither (or when
+    it diverged: that verdict is said instead)."""
+    from elasticdl.runtime.master.learning import learning
+
+    if diverged:
+        return None
+    points = sorted(log.of(LossReported), key=lambda e: e.model_version)
+    verdict = learning([(e.epoch, e.loss) for e in points], resumed)
+    if verdict is None:
+        return None
+    return {"verdict": verdict.verdict, "reason": verdict.reason, "hint": verdict.hint}
+
+
 def final_loss(loss: float) -> float | None:
     return loss if math.isfinite(loss) else None
 
@@ -374,6 +389,10 @@ def summary_line(report: dict[str, Any]) -> str:
         text += f", final loss {report['final_loss']:.4g}"
     if report.get("diverged"):
         text += f", DIVERGED: {report['diverged']['reason']}"
+    learned = report.get("learning")
+    if learned:
+        text += f", {learned['verdict'].replace('_', ' ').upper()}: {learned['reason']}"
+        text += f" ({learned['hint']})"
     if report.get("error"):
         text += f"; error: {report['error']}"
     return text

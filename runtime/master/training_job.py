@@ -38,7 +38,7 @@ from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import plan_shards
 from elasticdl.runtime.job_config import JobConfig, host_port
-from elasticdl.runtime.master import keras_switch
+from elasticdl.runtime.master import console, keras_switch
 from elasticdl.runtime.master import report as views
 from elasticdl.runtime.master.bounds import job_bound
 from elasticdl.runtime.master.chaos import parse_chaos
@@ -115,6 +115,7 @@ class TrainingJob:
         self.job_name = options.job_name or f"train-{uuid.uuid4().hex[:8]}"
         parse_chaos(options.chaos)  # bad --chaos fails here, before anything starts
         self.events = EventLog()
+        self.events.listen(console.log_event)  # lost roles named as it happens
         self._eval_shards: list[Any] = []
         self._warm_up: tuple[str, int, int] = ("", 0, 0)
         self._eval_metrics: Any = None
@@ -477,6 +478,9 @@ class TrainingJob:
             "history": views.history_section(self.events),
             "final_loss": views.final_loss(counts["last_loss"]),
             "diverged": diverged,
+            "learning": views.learning_section(
+                self.events, self._resumed_from is not None, diverged is not None
+            ),
         }
 
     def _find_checkpoints(self) -> None:

@@ -69,6 +69,7 @@ from elasticdl.runtime.master.task_manager import (
 )
 from elasticdl.runtime.master.task_state import TaskState
 from elasticdl.runtime.model_spec import load_model_spec
+from elasticdl.runtime.one_line import describe, save_traceback
 from elasticdl.runtime.output_claim import OutputClaim
 from elasticdl.runtime.outputs import check_output
 from elasticdl.runtime.trained_model import TrainedModelError, read_trained_model
@@ -334,10 +335,16 @@ class InferenceJob:
             supervisor.drain_workers(STOP_DRAIN_S)
             seconds = time.monotonic() - supervisor.t0
             report = self._report(tasks, supervisor, status, error, seconds, facts)
+        except Exception as err:  # noqa: BLE001 - after start (a full disk at publishing, ...)
+            status, error = "failed", describe(err)
+            saved = save_traceback(err, work)
+            error += f" (traceback in {saved})" if saved else ""
+            seconds = time.monotonic() - supervisor.t0
+            report = self._report(tasks, supervisor, status, error, seconds, facts)
         finally:
             manager.shutdown()
             server.stop(grace=1.0)
-        views.write(report, work)
+        views.write_logged(report, work)
         if status != "succeeded":
             if config.prediction_dir:
                 _remove(config.prediction_dir)

@@ -9,10 +9,10 @@ the store's lock; no tensors).
 
 Pure core, `PSLiveness` (no I/O, times passed in): probes are sent, then answered or failed.
 A PS is *unresponsive* when at least `min_failures` (3) probes sent after its last answered
-probe have failed and the first of them was sent `timeout_s` or more ago; every timeout (a
-probe's deadline too) is stretched by the machine's load per core (`scale`, liveness.py), so
-several missed probes spread over a deadline that grows with the load are needed. Unresponsive
-is not hung: the supervisor then looks at the process (hangs.py) and kills only a hung one.
+probe have failed and the first of them was sent `timeout_s` or more ago. Unresponsive is not
+hung: the supervisor then looks at the process (hangs.py) and kills only a hung one, a
+stopped one past `timeout_s`, any other only past a deadline stretched by the machine's load
+per core (liveness.py), over which the failed probes keep coming.
 A probe answered late (a GC pause, a PS busy applying gradients on a loaded 2-core machine)
 but within its deadline proves the PS alive; requiring several failed probes keeps one lost
 answer (the master itself starved of CPU at the wrong moment) from condemning a
@@ -158,15 +158,16 @@ class PSLiveness:
         state.last_error = error
 
     def status(self, ps_id: int, now: float, scale: float = 1.0) -> str:
-        """ "starting", "alive" or "unresponsive"; `scale` stretches the timeouts (the
-        machine's load per core, at least 1: liveness.py)."""
+        """ "starting", "alive" or "unresponsive"; `scale` stretches the start timeout (the
+        machine's load per core, at least 1: liveness.py). Unresponsive means silent past the
+        base timeout: hangs.py stretches that deadline by the load for a process that is not
+        stopped (a stopped one is found as fast on a loaded machine as on an idle one)."""
         state = self._ps[ps_id]
-        scale = max(1.0, scale)
         if state.answered_at is None:
-            late = now - state.started_at >= self.start_timeout_s * scale
+            late = now - state.started_at >= self.start_timeout_s * max(1.0, scale)
             return "unresponsive" if late else "starting"
         failed = state.failed
-        if len(failed) >= self.min_failures and now - failed[0] >= self.timeout_s * scale:
+        if len(failed) >= self.min_failures and now - failed[0] >= self.timeout_s:
             return "unresponsive"
         return "alive"
 
@@ -321,19 +322,18 @@ class PSHealthMonitor:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            deadline = self.timeout_s * max(1.0, self._load())  # a late answer still counts
             with self._lock:
                 for ps_id, stub in enumerate(self._stubs):
-                    self._send(ps_id, stub, deadline)
+                    self._send(ps_id, stub)
             self._stop.wait(self.interval_s)
 
-    def _send(
-        self, ps_id: int, stub: elasticdl_pb2_grpc.ParameterServerStub, deadline: float
-    ) -> None:
+    def _send(self, ps_id: int, stub: elasticdl_pb2_grpc.ParameterServerStub) -> None:
         """Send one probe (lock held); its callback records the outcome."""
         probe = self._core.sent(ps_id, self._clock())
         try:
-            call = stub.get_applied_progress.future(pb.AppliedProgressRequest(), timeout=deadline)
+            call = stub.get_applied_progress.future(
+                pb.AppliedProgressRequest(), timeout=self.timeout_s
+            )
         except ValueError:  # the channel was closed by stop() or set_address()
             return
 

@@ -14,6 +14,7 @@ Documented keys tools rely on: `status` ("succeeded" | "failed" | "stopped"),
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from importlib import resources
@@ -364,6 +365,17 @@ def write(report: dict[str, Any], *directories: Path) -> None:
         (directory / "job_report.json").write_text(text)
 
 
+def write_logged(report: dict[str, Any], directory: Path) -> None:
+    """`write` into the log directory; one that vanished or filled up is said in one line
+    (the summary line still says how the job went)."""
+    try:
+        write(report, directory)
+    except OSError as err:
+        logging.getLogger("elasticdl.master").error(
+            "could not write the job report in %s: %s", directory, err.strerror or err
+        )
+
+
 def summary_line(report: dict[str, Any]) -> str:
     """One line that says how a job went (printed at the end of every job)."""
     if not report:
@@ -385,6 +397,8 @@ def summary_line(report: dict[str, Any]) -> str:
     resumed = report.get("resumed_from")
     if resumed:
         text += f", resumed from model version {resumed['model_version']}"
+        passed = [f"{s['version']} ({s['reason']})" for s in resumed.get("skipped", [])]
+        text += f" (passed over version {', '.join(passed)})" if passed else ""
     if report.get("final_loss") is not None:
         text += f", final loss {report['final_loss']:.4g}"
     if report.get("diverged"):

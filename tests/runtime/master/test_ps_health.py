@@ -186,18 +186,18 @@ def test_down_since_is_the_first_failed_probe_after_the_last_answer():
     assert core.down_since(0) == 2.0
 
 
-def test_the_machines_load_stretches_every_timeout():
-    """Several missed probes spread over a deadline that grows with the load per core."""
+def test_the_machines_load_stretches_the_start_timeout():
+    """A PS starting on a loaded machine imports TensorFlow slowly; silence after it served is
+    judged by hangs.py (a stopped PS is found as fast under load)."""
     core = PSLiveness(1, now=0.0, timeout_s=5.0, start_timeout_s=30.0, min_failures=2)
     assert core.status(0, 40.0, scale=2.0) == "starting"
     assert core.status(0, 60.0, scale=2.0) == "unresponsive"
+    assert core.status(0, 40.0, scale=0.5) == "unresponsive", "never below the start timeout"
     core.answered(core.sent(0, 60.0))
     probes = [core.sent(0, t) for t in (61.0, 62.0, 63.0)]
     for probe in probes:
         core.failed(probe)
-    assert core.status(0, 67.0, scale=0.5) == "unresponsive", "never below the base timeout"
-    assert core.status(0, 67.0, scale=3.0) == "alive"
-    assert core.status(0, 76.0, scale=3.0) == "unresponsive"
+    assert core.status(0, 66.0, scale=3.0) == "unresponsive"
 
 
 def test_served_by_an_earlier_incarnation_is_ignored():

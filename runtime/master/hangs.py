@@ -69,17 +69,14 @@ class Hangs:
                 continue
             key = (Role.PS, ps_id)
             current = self.samples.take(key, now)
-            unprotected = sup.plugin.latest_checkpoint() is None
-            base = TIMEOUT_S * (UNSEEN_PATIENCE if current is None and unprotected else 1.0)
-            load = self.load()
-            found = judge(now - since, base, load, self.samples.at(key, since), current)
-            if found.verdict is Verdict.SLOW:
-                why = (
-                    "; the job waits: it holds the only copy of its parameters (no checkpoint "
-                    "to restore from)"
-                    if unprotected
-                    else "; the job waits"
-                )
+            base = TIMEOUT_S
+            if current is None and sup.plugin.latest_checkpoint() is None:
+                base *= UNSEEN_PATIENCE
+            found = judge(now - since, base, self.load(), self.samples.at(key, since), current)
+            if found.verdict is Verdict.SLOW and self._said_slow.get(key) != since:
+                why = "; the job waits"
+                if sup.plugin.latest_checkpoint() is None:
+                    why += ": it holds the only copy of its parameters (no checkpoint to restore)"
                 self._say_slow(key, since, now, found.reason + why)
             elif found.verdict is Verdict.HUNG:
                 self.hung_ps[ps_id] = since

@@ -56,7 +56,6 @@ _RESOLVED_DEFAULTS = {
         ("keep_columns", tuple, ()),
         ("secret_file", str, ""),
         ("versions_per_epoch", int, 0),
-        ("init_version", int, -1),
     ),
     frozen=True,
 )
@@ -67,10 +66,8 @@ class JobConfig:
     commit), `job_type` (train, predict or evaluate; predict and evaluate jobs have no PS),
     `prediction_dir` (predict: where workers write their parts) and `keep_columns` (predict:
     input columns copied into each output row), `secret_file` (the job's secret,
-    runtime/auth.py, relative to this file's directory), `versions_per_epoch` (train: the
-    model versions one epoch makes, for a learning rate scheduled by epoch) and `init_version`
-    (train: the version of `checkpoint_dir_for_init` every PS starts from, the newest intact
-    one as the master found it; -1: none).
+    runtime/auth.py, relative to this file's directory) and `versions_per_epoch` (train: the
+    model versions one epoch makes, for a learning rate scheduled by epoch).
     `JobConfig.from_options(options, ...)` copies the fields an options object shares with it."""
 
     @classmethod

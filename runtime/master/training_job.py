@@ -194,7 +194,6 @@ class TrainingJob:
                 version,
                 config.checkpoint_dir_for_init,
             )
-            config = dataclasses.replace(config, init_version=version)
             self._resumed_from = _resumed_from(config, version, skipped, resuming_in_place)
             if o.evaluation_steps:
                 steps = o.evaluation_steps

@@ -382,8 +382,9 @@ def shard_damage(fs: Any, path: str) -> str | None:
 
 def newest_intact(directory: str) -> tuple[int | None, list[Skipped]]:
     """The newest version whose shard files are all there and intact (`shard_damage`: every
-    byte read), and the newer versions passed over with why, newest first. For a resume: the
-    version to start from is chosen once, by the master, and every PS restores it."""
+    byte read), and the newer versions passed over with why, newest first. The master chooses
+    a resume's version with it and every PS restores by it (`load_all`): the same files give
+    the same answer, so all shards start from one version."""
     fs, root = _fs(directory)
     skipped: list[Skipped] = []
     for version in reversed(_versions_on_disk(fs, root)):
@@ -541,23 +542,27 @@ def _load(
 ) -> Checkpoint:
     if version is not None:
         return _load_version(directory, version, wanted, keep_rows, tables)
-    # The newest readable one: a damaged version (a disk error, a truncated copy) is passed
-    # over with a line, and the one before it restored.
-    skipped: list[Skipped] = []
-    for candidate in reversed(valid_versions(directory)):
-        try:
-            loaded = _load_version(directory, candidate, wanted, keep_rows, tables)
-        except CheckpointDamaged as damaged:
-            skipped.append(Skipped(candidate, damaged.reason, directory))
-            _log.warning("skipping checkpoint version %d: %s", candidate, damaged)
-            continue
+    # The newest intact one, by the rule the master used to choose it (`newest_intact`), so
+    # that every PS restores the same version: a damaged newer one is passed over with a line.
+    version, skipped = newest_intact(directory)
+    for passed in skipped:
+        _log.warning(
+            "skipping checkpoint version %d in %s: %s (%s)",
+            passed.version,
+            directory,
+            passed.reason,
+            passed.path,
+        )
+    if version is not None:
+        loaded = _load_version(directory, version, wanted, keep_rows, tables)
         loaded.skipped = skipped
         return loaded
     fs, root = _fs(directory)
     found = _versions_on_disk(fs, root)
     what = f"only incomplete versions {found}" if found else "no version-* directories"
-    if skipped:
-        what = "; ".join(f"version {s.version} is {s.reason}" for s in skipped)
+    damaged = [s for s in skipped if not s.reason.startswith("incomplete")]
+    if damaged:
+        what = "; ".join(f"version {s.version} is {s.reason}" for s in damaged)
     raise CheckpointError(
         f"no valid checkpoint in {directory} ({what}): check the checkpoint directory "
         "(wrong --checkpoint_dir_for_init?)"

@@ -438,11 +438,7 @@ def restore_at_start(config: JobConfig, parameters: Parameters, ps_id: int) -> i
     if not source:
         return None
     start = time.perf_counter()
-    # Another job's checkpoints: the version the master chose (the newest intact one), the
-    # same for every PS. The job's own: the newest readable one.
-    pinned = source == config.checkpoint_dir_for_init != config.checkpoint_dir
-    version = config.init_version if pinned and config.init_version >= 0 else None
-    loaded = checkpoint.load_all(source, version, only=(ps_id, config.num_ps))
+    loaded = checkpoint.load_all(source, only=(ps_id, config.num_ps))
     expected = model_shapes(config)
     if expected is not None:
         checkpoint.check_model(loaded, expected, config.model_def)

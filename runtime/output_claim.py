@@ -129,6 +129,7 @@ class OutputClaim:
         self.job_name = job_name
         self._fs, self.path, self._local = claim_path(url, storage_options)
         self._fd: int | None = None
+        self._created: list[Path] = []
         self._inherited = False
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
@@ -195,7 +196,9 @@ class OutputClaim:
     def _acquire_local(self) -> None:
         import fcntl
 
-        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        parent = Path(self.path).parent
+        self._created = [p for p in (parent, *parent.parents) if not p.exists()]
+        parent.mkdir(parents=True, exist_ok=True)
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
@@ -209,6 +212,7 @@ class OutputClaim:
                 if self._is_parent(holder):
                     self._inherited = True
                     return
+                self._remove_created()
                 raise self._refuse(holder) from None
             try:
                 same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
@@ -283,6 +287,16 @@ class OutputClaim:
                 pass
             os.close(self._fd)  # unlocks
             self._fd = None
+            self._remove_created()
+
+    def _remove_created(self) -> None:
+        """Remove the directories the claim created above --output, if they are still empty (a
+        job that published has filled them): a failed job leaves the file system as it was."""
+        for directory in self._created:  # the deepest first
+            try:
+                directory.rmdir()
+            except OSError:
+                break
 
 
 def _read_locked(fd: int) -> Holder | None:

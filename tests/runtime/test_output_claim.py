@@ -211,3 +211,13 @@ def test_two_jobs_started_at_the_same_instant_on_one_output(tmp_path):
     listed = sorted(Path(c["path"]).name for c in report["checkpoints"])
     assert on_disk == listed and on_disk, (on_disk, listed)
     assert not list(tmp_path.glob(".model.*")), "no claim or staging left beside the output"
+
+
+def test_a_released_claim_leaves_no_directory_it_created(tmp_path):
+    output = tmp_path / "models" / "deep" / "m1"
+    with OutputClaim(str(output), "train-a"):
+        assert (tmp_path / "models" / "deep" / ".m1.claim").is_file()
+    assert list(tmp_path.iterdir()) == []
+    with OutputClaim(str(output), "train-b"):
+        output.mkdir()  # published
+    assert output.is_dir() and not (tmp_path / "models" / "deep" / ".m1.claim").exists()

@@ -161,6 +161,7 @@ class OutputClaim:
             else:
                 self._acquire_remote()
         except OSError as err:
+            self._remove_created()
             cause = err.strerror or str(err) or type(err).__name__
             raise OutputError(
                 f"--output {self.url!r} is not writable: cannot write its claim file "
@@ -179,9 +180,10 @@ class OutputClaim:
 
     def _refuse(self, holder: Holder | None) -> OutputClaimed:
         who = holder.describe() if holder else "another job that is starting"
+        # A local claim's lock dies with its holder; an object store's claim may outlive it.
+        gone = "" if self._local else f" (or, if that job is gone, remove {self.path})"
         return OutputClaimed(
-            f"--output {self.url!r} is in use by {who}; give this job another --output "
-            f"(or, if that job is gone, remove {self.path})"
+            f"--output {self.url!r} is in use by {who}; give this job another --output{gone}"
         )
 
     def _is_parent(self, holder: Holder | None) -> bool:

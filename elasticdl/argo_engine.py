@@ -241,7 +241,7 @@ def build_workflow(
     """The Workflow (a dict) for the parsed flags (or the pipeline `values` given: a SQL
     statement's): `elasticdl render`'s, validated, with --job_name as generateName prefix;
     ValueError (one line) on bad input."""
-    from elasticdl.render_command import argo_options
+    from elasticdl.render_command import argo_options, check_pod_paths
     from elasticdl.workflows.lint import lint_documents
     from elasticdl.workflows.render import SEMAPHORE, render_objects
     from elasticdl.workflows.submit import check_namespace
@@ -252,6 +252,7 @@ def build_workflow(
     semaphore = SEMAPHORE if args.semaphore else None
     options = argo_options(args, semaphore, namespace=namespace)
     (workflow,) = render_objects(job, values, kind="workflow", options=options)
+    check_pod_paths(values)
     job_name = getattr(args, "job_name", "") or ""
     if job_name:
         if len(job_name) > _MAX_PREFIX or not _is_dns_label(job_name):

@@ -2,7 +2,8 @@
 
 Subcommands parse strings into the same arguments the Python API takes and report user
 errors as one line on stderr (exit status 2), never a traceback; `--log_level debug` shows
-the traceback too.
+the traceback too. A job that fails exits 1; one stopped by a signal exits 128 + its number
+(130 for Ctrl-C, 143 for SIGTERM).
 """
 
 from __future__ import annotations
@@ -320,6 +321,19 @@ def _run_zoo(args: argparse.Namespace) -> None:
         print(f"{role + ':':<17}{source}")
 
 
+def failed_status(result: Any) -> int:
+    """The exit status of a job that did not succeed: 128 + the signal that stopped it (130
+    for Ctrl-C, 143 for SIGTERM, as a shell reports a process the signal ended), else 1."""
+    import signal
+
+    if getattr(result, "status", "") == "stopped":
+        for event in (getattr(result, "report", None) or {}).get("events", []):
+            name = event.get("signal", "") if event.get("kind") == "job_stopped" else ""
+            if name in signal.Signals.__members__:
+                return 128 + int(signal.Signals[name])
+    return 1
+
+
 def _run_train(args: argparse.Namespace) -> int:
     from elasticdl.argo_engine import argo_only_flags, submit_train
     from elasticdl.train_command import run_training
@@ -332,7 +346,7 @@ def _run_train(args: argparse.Namespace) -> int:
     result = run_training(args)
     if not result.succeeded:
         print(f"elasticdl: training failed: {result.error}", file=sys.stderr)
-        return 1
+        return failed_status(result)
     from elasticdl.job_summary import ended_lines
 
     print(f"trained model written to {result.output}")
@@ -357,7 +371,7 @@ def _run_inference(args: argparse.Namespace) -> int:
     result = run_inference(args, args.command)
     if not result.succeeded:
         print(f"elasticdl: {args.command} failed: {result.error}", file=sys.stderr)
-        return 1
+        return failed_status(result)
     if args.command == "evaluate":
         print(json.dumps(result.metrics, sort_keys=True))
     else:

@@ -180,7 +180,24 @@ def render(args: argparse.Namespace) -> str:
     objects = render_objects(
         args.render_what, values, kind=args.kind, options=options, schedule=schedule
     )
+    check_pod_paths(values)
     return to_yaml(_validated(objects, args.argo_version))
+
+
+_PATHS = {"data": False, "validation_data": False, "trained_model": False, "output": True}
+"""The pipeline parameters that name data or a model, and whether the pods write there."""
+
+
+def check_pod_paths(values: dict[str, Any]) -> None:
+    """ValueError (one line) for a local path the pipeline's pods could not reach: a path on
+    this machine means nothing in a pod, unless a shared --volume (a claim, a hostPath) is
+    mounted there (runtime/k8s/options.py `check_reachable_from_pods`)."""
+    from elasticdl.runtime.k8s.options import check_reachable_from_pods
+
+    for name, writable in _PATHS.items():
+        value = values.get(name)
+        if value:
+            check_reachable_from_pods(f"--{name}", str(value), values.get("volume") or "", writable)
 
 
 def _validated(objects: list[dict[str, Any]], argo_version: str) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ import bisect
 import dataclasses
 import heapq
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -177,6 +177,18 @@ class PSUnresponsive(Event):
 
 
 @dataclass(frozen=True)
+class InstanceSlow(Event):
+    """A PS that answered no liveness probe, or a worker whose task made no progress, was found
+    slow, not hung (runnable, or using CPU: liveness.py): the job waits for it."""
+
+    role: str = "ps"
+    id: int = 0
+    silent_s: float = 0.0
+    reason: str = ""
+    KIND: ClassVar[str] = "instance_slow"
+
+
+@dataclass(frozen=True)
 class PSRecovered(Event):
     """A relaunched PS serves again. `seconds` is the real downtime: from the old one's end
     (or, hung, its detection) until the new one answered."""
@@ -333,6 +345,11 @@ class EventLog:
         self._next = 0
         self.losses = losses or LossHistory()
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[Event], None]] = []
+
+    def listen(self, listener: Callable[[Event], None]) -> None:
+        """Call `listener(event)` for every event added from now on (console.py)."""
+        self._listeners.append(listener)
 
     def add(self, event: E) -> E:
         with self._lock:
@@ -343,6 +360,8 @@ class EventLog:
             else:
                 self._events.append((seq, event))
                 self._by_class.setdefault(type(event), []).append((seq, event))
+        for listener in self._listeners:
+            listener(event)
         return event
 
     def __iter__(self) -> Iterator[Event]:

@@ -30,6 +30,7 @@ from elasticdl.runtime import keras_mode
 from elasticdl.runtime.devices import LOCAL_JOB_FLAG
 from elasticdl.runtime.job_config import host_port
 from elasticdl.runtime.master.exits import ExitKind, Role, kind_of_status
+from elasticdl.runtime.master.liveness import Sample, read_sample
 from elasticdl.runtime.master.ports import choose_port
 
 if TYPE_CHECKING:
@@ -104,6 +105,11 @@ class InstanceManager(abc.ABC):
     @abc.abstractmethod
     def shutdown(self, grace_s: float = 5.0) -> None:
         """Stop everything: SIGTERM, then SIGKILL after `grace_s`."""
+
+    def sample(self, role: Role, index: int, now: float) -> Sample | None:
+        """A look at the instance's process (state, CPU time: liveness.py), or None where the
+        master cannot see it (a pod). The master tells a slow instance from a hung one by it."""
+        return None
 
     def listen_for_scale(  # noqa: B027 - optional hook
         self, inbox: ScaleInbox, status: StatusSource | None = None
@@ -281,6 +287,11 @@ class LocalInstanceManager(InstanceManager):
             return False
         process.popen.send_signal(sig)
         return True
+
+    def sample(self, role: Role, index: int, now: float) -> Sample | None:
+        with self._lock:
+            process = self._running.get((role, index))
+        return None if process is None else read_sample(process.popen.pid, now)
 
     def exits(self, timeout: float) -> list[InstanceExit]:
         return drain_exits(self._exits, timeout)

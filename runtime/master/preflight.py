@@ -7,9 +7,12 @@ checkpoint to start from does not fit the model.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from elasticdl.runtime.job_config import JobConfig
+
+log = logging.getLogger("elasticdl.master")
 
 
 def job_spec(options: Any, zoo: Any, metadata: Any) -> tuple[Any, str]:
@@ -73,14 +76,34 @@ def _detail(err: Exception) -> str:
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
-def init_checkpoint_version(config: JobConfig, instance: Any) -> int | None:
-    """The version in --checkpoint_dir_for_init if it fits the model (None: no such dir);
-    raises (checkpoint.check_directory) with one line if it does not."""
+def init_checkpoint_version(config: JobConfig, instance: Any) -> tuple[int | None, list[Any]]:
+    """The version of --checkpoint_dir_for_init to start from (None: no such dir) and the newer
+    versions passed over (checkpoint.Skipped: truncated, not an elasticdl checkpoint, ...),
+    each said in one line; raises (checkpoint.check_directory) with one line if no version is
+    intact or the newest intact one does not fit the model."""
     if not config.checkpoint_dir_for_init:
-        return None
+        return None, []
     from elasticdl.runtime.ps import checkpoint
     from elasticdl.runtime.variables import named_variables
 
+    directory = config.checkpoint_dir_for_init
+    version, skipped = checkpoint.newest_intact(directory)
+    for passed in skipped:
+        log.warning(
+            "checkpoint version %d in %s is skipped: %s (%s)",
+            passed.version,
+            directory,
+            passed.reason,
+            passed.path,
+        )
+    if version is None and skipped:
+        reasons = "; ".join(f"version {p.version} is {p.reason}" for p in skipped)
+        raise checkpoint.CheckpointError(
+            f"no intact checkpoint in {directory} ({reasons}): check --checkpoint_dir_for_init"
+        )
     trainable, state = named_variables(instance.model)
     shapes = {name: tuple(v.shape) for name, v in {**trainable, **state}.items()}
-    return checkpoint.check_directory(config.checkpoint_dir_for_init, shapes, config.model_def)
+    found = checkpoint.check_directory(directory, shapes, config.model_def, version)
+    if skipped:
+        log.warning("the job starts from checkpoint version %d instead", found)
+    return found, skipped

@@ -19,6 +19,7 @@ of which list (a job of 1,000 workers that lost 100 of them reports every one; 5
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from importlib import resources
@@ -327,6 +328,7 @@ def training_report(
         "history": history_section(log),
         "final_loss": final_loss(counts["last_loss"]),
         "diverged": diverged,
+        "learning": learning_section(log, resumed_from is not None, diverged is not None),
     }
 
 
@@ -415,6 +417,21 @@ def diverged_section(log: EventLog, nonfinite_records: int) -> dict[str, Any] | 
     return {"reason": e.reason, "first_loss": _r(e.first_loss), "final_loss": _r(e.final_loss)}
 
 
+def learning_section(log: EventLog, resumed: bool, diverged: bool) -> dict[str, str] | None:
+    """Whether the loss says the model was not learning, or still learning fast when training
+    ended (learning.py), with the flag or WITH key that would help; None when neither (or when
+    it diverged: that verdict is said instead)."""
+    from elasticdl.runtime.master.learning import learning
+
+    if diverged:
+        return None
+    points = sorted(log.of(LossReported), key=lambda e: e.model_version)
+    verdict = learning([(e.epoch, e.loss) for e in points], resumed)
+    if verdict is None:
+        return None
+    return {"verdict": verdict.verdict, "reason": verdict.reason, "hint": verdict.hint}
+
+
 def final_loss(loss: float) -> float | None:
     return loss if math.isfinite(loss) else None
 
@@ -423,6 +440,17 @@ def write(report: dict[str, Any], *directories: Path) -> None:
     text = json.dumps(report, indent=1)
     for directory in directories:
         (directory / "job_report.json").write_text(text)
+
+
+def write_logged(report: dict[str, Any], directory: Path) -> None:
+    """`write` into the log directory; one that vanished or filled up is said in one line
+    (the summary line still says how the job went)."""
+    try:
+        write(report, directory)
+    except OSError as err:
+        logging.getLogger("elasticdl.master").error(
+            "could not write the job report in %s: %s", directory, err.strerror or err
+        )
 
 
 def summary_line(report: dict[str, Any]) -> str:
@@ -446,10 +474,16 @@ def summary_line(report: dict[str, Any]) -> str:
     resumed = report.get("resumed_from")
     if resumed:
         text += f", resumed from model version {resumed['model_version']}"
+        passed = [f"{s['version']} ({s['reason']})" for s in resumed.get("skipped", [])]
+        text += f" (passed over version {', '.join(passed)})" if passed else ""
     if report.get("final_loss") is not None:
         text += f", final loss {report['final_loss']:.4g}"
     if report.get("diverged"):
         text += f", DIVERGED: {report['diverged']['reason']}"
+    learned = report.get("learning")
+    if learned:
+        text += f", {learned['verdict'].replace('_', ' ').upper()}: {learned['reason']}"
+        text += f" ({learned['hint']})"
     if report.get("error"):
         text += f"; error: {report['error']}"
     return text

@@ -2,8 +2,9 @@
 
 `TrainingJob.run()` is the whole life of a job:
 
-1. check the inputs (model definition and params, data, output location, the checkpoint to
-   start from) and build the model once on the first records, before starting any process, so
+1. claim `--output` (output_claim.py: a second job on it fails at once), then check the
+   inputs (model definition and params, data, output location, the checkpoint to start
+   from) and build the model once on the first records, before starting any process, so
    bad input fails in seconds with one clear line;
 2. serve the Master gRPC service; the supervisor (supervisor.py) starts the parameter servers
    and the workers and watches them, with the training plug-in (training_plugin.py): PS
@@ -39,7 +40,7 @@ from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import plan_shards, task_size
 from elasticdl.runtime.job_config import JobConfig, host_port
 from elasticdl.runtime.job_options import auto_minibatch
-from elasticdl.runtime.master import keras_switch
+from elasticdl.runtime.master import console, keras_switch
 from elasticdl.runtime.master import report as views
 from elasticdl.runtime.master.bounds import job_bound
 from elasticdl.runtime.master.chaos import parse_chaos
@@ -74,7 +75,9 @@ from elasticdl.runtime.master.task_manager import (
 from elasticdl.runtime.master.task_state import TaskState
 from elasticdl.runtime.master.tensorboard import open_feed, set_aside_default
 from elasticdl.runtime.master.training_plugin import Evaluations, TrainingPlugin
-from elasticdl.runtime.outputs import PublishError, check_output, publish, staging_dir
+from elasticdl.runtime.one_line import describe, save_traceback
+from elasticdl.runtime.output_claim import OutputClaim
+from elasticdl.runtime.outputs import OutputError, check_output, publish, staging_dir
 from elasticdl.runtime.zoo_source import ZooSource, resolve_zoo
 
 log = logging.getLogger("elasticdl.master")
@@ -115,6 +118,7 @@ class TrainingJob:
         self.job_name = options.job_name or f"train-{uuid.uuid4().hex[:8]}"
         parse_chaos(options.chaos)  # bad --chaos fails here, before anything starts
         self.events = EventLog()
+        self.events.listen(console.log_event)  # lost roles named as it happens
         self._eval_shards: list[Any] = []
         self._warm_up: tuple[str, int, int] = ("", 0, 0)
         self._eval_metrics: Any = None
@@ -191,7 +195,7 @@ class TrainingJob:
         )
         self._callbacks = _checked_callbacks(spec, self._eval_metrics, bool(self._eval_shards))
         instance = build_model_once(config, sample, shards[0].file, o.model_def, o.params)
-        version = init_checkpoint_version(config, instance)
+        version, skipped = init_checkpoint_version(config, instance)
         if version is not None:
             log.info(
                 "job %s starts from checkpoint version %d in %s",
@@ -199,7 +203,7 @@ class TrainingJob:
                 version,
                 config.checkpoint_dir_for_init,
             )
-            self._resumed_from = {"dir": config.checkpoint_dir_for_init, "model_version": version}
+            self._resumed_from = _resumed_from(config, version, skipped, resuming_in_place)
             if o.evaluation_steps:
                 steps = o.evaluation_steps
                 self._first_eval_version = (version // steps + 1) * steps
@@ -244,11 +248,12 @@ class TrainingJob:
         o = self.options
         self._started = time.monotonic()
         local = self._manager_factory is LocalInstanceManager
-        zoo = resolve_zoo(o.model_zoo)  # once: a git zoo's branch may move meanwhile
-        likely = keras_switch.likely(o.keras_version, zoo.root, o.model_def)
-        self._files = count_files(o.training_data)  # bad data fails before anything starts
-        with job_start(local, o.num_ps + o.num_workers, likely) as standbys:
-            return self._run(zoo, standbys)
+        with OutputClaim(o.output, self.job_name):  # first: one job per --output
+            zoo = resolve_zoo(o.model_zoo)  # once: a git zoo's branch may move meanwhile
+            likely = keras_switch.likely(o.keras_version, zoo.root, o.model_def)
+            self._files = count_files(o.training_data)  # bad data fails before anything starts
+            with job_start(local, o.num_ps + o.num_workers, likely) as standbys:
+                return self._run(zoo, standbys)
 
     def _run(self, zoo: ZooSource, standbys: Standbys | None) -> JobResult:
         o = self.options
@@ -378,15 +383,15 @@ class TrainingJob:
                     tasks, "succeeded", "", training_s, supervisor, pulled.version
                 )
                 report.update({k: v for k, v in facts.items() if v})
-                views.write(report, staged, work)
+                views.write(report, staged)
                 write_curves(report["history"], staged / CURVES_FILE)
                 write_trained_model(trained, staged)
                 publish(staged, o.output)
-            except PublishError as err:
+                views.write_logged(report, work)  # "succeeded" only once it is
+            except OutputError as err:  # PublishError included
                 raise JobFailed(str(err)) from None
-            except OSError as err:  # staging the model: TMPDIR full, say
-                cause = err.strerror or str(err)
-                raise JobFailed(f"could not stage the model in {staged}: {cause}") from None
+            except Exception as err:  # staging: a full TMPDIR (OSError, TF's ResourceExhausted)
+                raise JobFailed(f"could not stage the model in {staged}: {describe(err)}") from None
             finally:
                 shutil.rmtree(staged, ignore_errors=True)
             status = "succeeded"
@@ -399,6 +404,11 @@ class TrainingJob:
             log.warning("job %s: %s: workers finish their minibatch", self.job_name, stop)
             self.scale_inbox.close(f"job {self.job_name} is stopping")
             supervisor.drain_workers(STOP_DRAIN_S)
+        except Exception as err:  # noqa: BLE001 - after start: one line, a report, no traceback
+            error = describe(err)
+            saved = save_traceback(err, work)
+            log.debug("job %s failed", self.job_name, exc_info=err)
+            error += f" (traceback in {saved})" if saved else ""
         finally:
             if plugin is not None and status != "succeeded":
                 plugin.journal_progress(tasks)
@@ -419,7 +429,7 @@ class TrainingJob:
             tasks.drain_events(self.events)
             seconds = training_s or time.monotonic() - supervisor.t0
             report = self._report(tasks, status, error, seconds, supervisor)
-            views.write(report, work)
+            views.write_logged(report, work)
             log.error("job %s %s: %s (report and logs in %s)", self.job_name, status, error, work)
         log.info("%s", summary_line(report))
         return JobResult(status, o.output, report, error)
@@ -449,7 +459,7 @@ class TrainingJob:
         supervisor: Supervisor,
         final_version: int = 0,
     ) -> dict[str, Any]:
-        self._find_checkpoints()
+        find_checkpoints(self.events, self._checkpoint_dir)
         o = self.options
         return views.training_report(
             self.events,
@@ -468,22 +478,38 @@ class TrainingJob:
             final_version=final_version,
         )
 
-    def _find_checkpoints(self) -> None:
-        """Log the valid checkpoints under the job's checkpoint directory, oldest first."""
-        from elasticdl.runtime.ps import checkpoint
 
-        directory = self._checkpoint_dir
-        if not directory or self.events.of(CheckpointFound):
-            return
-        try:
-            versions = checkpoint.valid_versions(directory)
-        except Exception as err:  # noqa: BLE001 - the report is informative, not vital
-            log.warning("could not list checkpoints in %s: %s", directory, err)
-            return
-        root, now = directory.rstrip("/"), time.monotonic()
-        for v in versions:
-            path = f"{root}/{checkpoint.version_dirname(v)}"
-            self.events.add(CheckpointFound(now, v, path))
+def find_checkpoints(events: EventLog, directory: str) -> None:
+    """Log the valid checkpoints under the job's checkpoint directory, oldest first (once)."""
+    from elasticdl.runtime.ps import checkpoint
+
+    if not directory or events.of(CheckpointFound):
+        return
+    try:
+        versions = checkpoint.valid_versions(directory)
+    except Exception as err:  # noqa: BLE001 - the report is informative, not vital
+        log.warning("could not list checkpoints in %s: %s", directory, err)
+        return
+    root, now = directory.rstrip("/"), time.monotonic()
+    for v in versions:
+        path = f"{root}/{checkpoint.version_dirname(v)}"
+        events.add(CheckpointFound(now, v, path))
+
+
+def _resumed_from(
+    config: JobConfig, version: int, skipped: list[Any], in_place: bool
+) -> dict[str, Any]:
+    """The report's `resumed_from`; damaged versions of the job's own directory (a resume in
+    place) are set aside, so that nothing restores from, counts or prunes them any more."""
+    found: dict[str, Any] = {"dir": config.checkpoint_dir_for_init, "model_version": version}
+    if skipped:
+        found["skipped"] = [{"version": s.version, "reason": s.reason} for s in skipped]
+    if in_place and skipped:
+        from elasticdl.runtime.ps.checkpoint import set_aside
+
+        for path in set_aside(config.checkpoint_dir_for_init, skipped):
+            log.warning("job %s: a damaged checkpoint is set aside at %s", config.job_name, path)
+    return found
 
 
 def job_config(

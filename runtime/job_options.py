@@ -795,9 +795,9 @@ PREDICT: tuple[Option, ...] = (
 
 EVALUATE: tuple[Option, ...] = (
     *(o for o in PREDICT if o.name not in _PREDICT_ONLY and o.name != "eval_metrics"),
-    _eval_metrics(_JOB_CONFIG, NOWHERE),
+    _eval_metrics(_JOB_CONFIG, BOTH),
 )
-"""`elasticdl evaluate` and `elasticdl.evaluate(...)` (no pipeline: the local engine only)."""
+"""`elasticdl evaluate`, `elasticdl.evaluate(...)`, the evaluate step and the evaluate pipeline."""
 
 JOBS: dict[str, tuple[Option, ...]] = {"train": TRAIN, "predict": PREDICT, "evaluate": EVALUATE}
 

@@ -311,12 +311,13 @@ _DB_PASSWORD = {
 and the flag that tells it to use it (runtime/sql/credentials.py)."""
 
 
-def _runtime(name: str, description: str, args: tuple, **kwargs) -> Step:
+def _runtime(name: str, description: str, args: tuple, *, module: str = "", **kwargs) -> Step:
+    """A step of the ElasticDL image; its program is elasticdl.steps.<module or name>."""
     return Step(
         name=name,
         description=description,
         image=Param("elasticdl_image"),
-        module=f"elasticdl.steps.{name.replace('-', '_')}",
+        module=f"elasticdl.steps.{(module or name).replace('-', '_')}",
         args=args,
         **kwargs,
     )
@@ -466,7 +467,8 @@ def train_pipeline() -> Pipeline:
         _runtime(
             "sql-to-recordio-validation",
             "Convert the rows of --validation_sql into RecordIO under the run's work directory",
-            (
+            module="sql-to-recordio",
+            args=(
                 flag("db", Param("db")),
                 flag("sql", Param("validation_sql")),
                 flag("output", validation),

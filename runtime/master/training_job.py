@@ -146,16 +146,6 @@ class TrainingJob:
             o.minibatch_size = auto_minibatch(sum(count for _, count in files))
         size = task_size(files, o.records_per_task, o.num_workers, o.minibatch_size)
         shards = plan_shards(files, size)
-        if size != o.records_per_task:
-            log.info(
-                "job %s: tasks of %d records, not --records_per_task %d: an epoch has %d tasks "
-                "for %d workers (one to train and one to hold ahead each)",
-                self.job_name,
-                size,
-                o.records_per_task,
-                len(shards),
-                o.num_workers,
-            )
         if not shards:
             raise ValueError(f"--training_data {o.training_data!r}: the files hold no records")
         sample = list(read_records(shards[0].file, 0, min(8, shards[0].num_records)))
@@ -195,6 +185,17 @@ class TrainingJob:
         )
         self._callbacks = _checked_callbacks(spec, self._eval_metrics, bool(self._eval_shards))
         instance = build_model_once(config, sample, shards[0].file, o.model_def, o.params)
+        # Told once the job is known to start: a refused job's error stays its one line.
+        if size != o.records_per_task:
+            log.info(
+                "job %s: tasks of %d records, not --records_per_task %d: an epoch has %d tasks "
+                "for %d workers (one to train and one to hold ahead each)",
+                self.job_name,
+                size,
+                o.records_per_task,
+                len(shards),
+                o.num_workers,
+            )
         version, skipped = init_checkpoint_version(config, instance)
         if version is not None:
             log.info(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import sys
 import types
@@ -12,7 +13,7 @@ import pytest
 
 from elasticdl.workflows import PipelineError, predict_pipeline, run_local, train_pipeline
 from elasticdl.workflows.argo import ArgoOptions, build_workflow
-from elasticdl.workflows.definitions import JOB_LABEL
+from elasticdl.workflows.definitions import JOB_LABEL, PIPELINES
 from elasticdl.workflows.lint import lint_documents
 from elasticdl.workflows.steps import Engine, Step, flag
 from elasticdl.workflows.values import Is, IsSet, Join, Lit, Param, RunName, TaskOutput
@@ -56,10 +57,11 @@ def test_train_and_predict_steps_run_in_dependency_order():
 
 
 def test_every_container_step_is_python_m_a_step_module_with_an_argv_list():
-    for pipeline in (train_pipeline(), predict_pipeline()):
+    for pipeline in (p() for p in PIPELINES.values()):
         for step in pipeline.all_steps():
             if step.module is not None:
                 assert step.argv_command == ("python", "-m", step.module)
+                assert importlib.util.find_spec(str(step.module)), step.module
                 assert step.module.startswith("elasticdl.steps.") or (
                     step is pipeline.exit_step and step.module == "elasticdl.steps.cleanup"
                 )

@@ -28,19 +28,15 @@ ZOO = Path(__file__).resolve().parents[2] / "support" / "sqlflow_zoo"
 JOB = {"num_workers": 1}
 
 database = database_fixture(scope="module")
-servers = database_fixture(["postgresql", "mariadb"], scope="module", name="servers")
+# The longer cases run on the servers only; one fixture for all (both would make `iris` on one
+# MariaDB server at once otherwise).
+on_servers = pytest.mark.parametrize("database", ["postgresql", "mariadb"], indirect=True)
 
 
 @pytest.fixture(scope="module")
 def iris_db(database, tmp_path_factory):
     with schemas(database) as tables:
         yield database, tables, tmp_path_factory.mktemp("models")
-
-
-@pytest.fixture(scope="module")
-def server_db(servers, tmp_path_factory):
-    with schemas(servers) as tables:
-        yield servers, tables, tmp_path_factory.mktemp("models")
 
 
 def sql(setup, statement: str, **kwargs):
@@ -150,10 +146,11 @@ def test_the_iris_tutorial_trains_predicts_evaluates_and_retrains(iris_db):
     assert (model / "LATEST").read_text().strip() == first_run
 
 
-def test_validation_metrics_and_a_named_optimizer(server_db):
-    database, t, models = server_db
+@on_servers
+def test_validation_metrics_and_a_named_optimizer(iris_db):
+    database, t, models = iris_db
     binary = sql(
-        server_db,
+        iris_db,
         f"""SELECT * FROM {t["iris"]}train WHERE class<>2
 TO TRAIN DNNClassifier
 WITH
@@ -173,10 +170,11 @@ INTO sqlflow_models.mytest_model;""",
     assert "optimizer.learning_rate=0.1" in params.model_def_params
 
 
-def test_regression_wide_and_deep_and_evaluate_into_a_table(server_db):
-    database, t, models = server_db
+@on_servers
+def test_regression_wide_and_deep_and_evaluate_into_a_table(iris_db):
+    database, t, models = iris_db
     regressor = sql(
-        server_db,
+        iris_db,
         f"""SELECT * FROM {t["housing"]}train
 TO TRAIN DNNRegressor
 WITH
@@ -194,7 +192,7 @@ INTO sqlflow_models.myreg_model;""",
     mean, low, high = (float(v) for v in spread[0])
     assert metrics["MeanAbsoluteError"] < (high - low) / 4, (metrics, mean, low, high)
     evaluated = sql(
-        server_db,
+        iris_db,
         f"""SELECT * FROM {t["housing"]}test
 TO EVALUATE sqlflow_models.myreg_model
 WITH validation.metrics="mean_absolute_error,mean_squared_error"
@@ -209,7 +207,7 @@ INTO {t["housing"]}eval_result;""",
         metrics["MeanAbsoluteError"], rel=1e-4
     )
     wide = sql(
-        server_db,
+        iris_db,
         f"""SELECT * FROM {t["iris"]}train
 TO TRAIN DNNLinearCombinedClassifier
 WITH model.n_classes = 3, model.dnn_hidden_units = [10, 20], train.batch_size = 10, train.epoch = 2,
@@ -223,13 +221,14 @@ INTO sqlflow_models.my_dnn_linear_model;""",
     assert [g["target"] for g in groups] == ["linear_feature_columns", "dnn_feature_columns"]
 
 
-def test_a_sqlflow_zoo_unchanged(server_db):
+@on_servers
+def test_a_sqlflow_zoo_unchanged(iris_db):
     """sqlflow_models.X from a zoo whose package __init__ cannot import; feature_columns and
     field_metas from the data; Keras 2's `lr=`; a loss per example; prepare_prediction_column."""
-    database, t, models = server_db
+    database, t, models = iris_db
     zoo = {"model_zoo": str(ZOO)}
     sql(
-        server_db,
+        iris_db,
         f"""SELECT * FROM {t["iris"]}train
 TO TRAIN sqlflow_models.DNNClassifier
 WITH model.n_classes = 3, model.hidden_units = [10, 20],
@@ -241,13 +240,13 @@ INTO sqlflow_models.my_zoo_model;""",
         **zoo,
     )
     sql(
-        server_db,
+        iris_db,
         f"SELECT * FROM {t['iris']}test TO PREDICT {t['iris']}zoo_predict.class "
         "USING sqlflow_models.my_zoo_model;",
     )
     assert correct(database, f"{t['iris']}zoo_predict") >= 8
     functional = sql(
-        server_db,
+        iris_db,
         f"SELECT * FROM {t['iris']}train TO TRAIN sqlflow_models.dnn_functional "
         'WITH model.n_classes = 3, validation.metrics="CategoricalAccuracy" '
         "COLUMN sepal_length, sepal_width, petal_length, petal_width LABEL class "
@@ -256,7 +255,7 @@ INTO sqlflow_models.my_zoo_model;""",
     )
     assert functional.report["metrics"]["CategoricalAccuracy"] > 0.5
     regressor = sql(
-        server_db,
+        iris_db,
         f"SELECT * FROM {t['housing']}train TO TRAIN sqlflow_models.DNNRegressor WITH "
         "train.epoch=3 LABEL target INTO sqlflow_models.my_zoo_regressor;",
         **zoo,

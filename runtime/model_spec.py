@@ -544,19 +544,24 @@ def _defines(path: Path, name: str) -> bool:
     return False
 
 
+def defining_files(zoo_root: Path, package: str, symbol: str) -> list[Path]:
+    """The modules of the zoo's package `package` whose top level defines `symbol` (where a
+    package's `sqlflow_models.DNNClassifier` is written when its `__init__` cannot run)."""
+    directory = zoo_root.joinpath(*package.split("."))
+    if not (directory / "__init__.py").is_file():
+        return []
+    return sorted(p for p in directory.glob("*.py") if p.stem != "__init__" and _defines(p, symbol))
+
+
 def _defining_module(zoo_root: Path, package: str, symbol: str) -> ModuleType | None:
     """The module of package `package` that defines `symbol`, imported with the package (and
     its parents) standing in as plain namespaces: their `__init__` is not run."""
     import types
 
-    directory = zoo_root.joinpath(*package.split("."))
-    if not (directory / "__init__.py").is_file():
+    files = defining_files(zoo_root, package, symbol)
+    if len(files) != 1:
         return None
-    defining = sorted(
-        p.stem for p in directory.glob("*.py") if p.stem != "__init__" and _defines(p, symbol)
-    )
-    if len(defining) != 1:
-        return None
+    defining = [files[0].stem]
     parts = package.split(".")
     for depth in range(1, len(parts) + 1):
         name = ".".join(parts[:depth])

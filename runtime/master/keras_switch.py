@@ -123,8 +123,18 @@ def likely(flag: str, zoo_root: Path, model_def: str) -> str:
 
 
 def _source(zoo_root: Path, model_def: str) -> str:
+    """The model file's source; for a package, its `__init__` and the module that defines the
+    symbol (read by itself when the package's imports fail: model_spec.defining_files)."""
+    from elasticdl.runtime.model_spec import defining_files
+
     path = _model_file(zoo_root, model_def)
-    return path.read_text() if path else ""
+    if path is None:
+        return ""
+    sources = [path.read_text()]
+    if path.name == "__init__.py":
+        package, _, symbol = model_def.rpartition(".")
+        sources += [p.read_text() for p in defining_files(zoo_root, package, symbol)]
+    return "\n".join(sources)
 
 
 def _error_in(mode: str, zoo_root: Path, model_def: str, params: str) -> str:

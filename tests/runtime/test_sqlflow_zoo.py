@@ -46,6 +46,16 @@ def test_a_symbol_resolves_past_a_package_init_that_fails():
         load_model_spec("sqlflow_models.AutoClassifier", zoo=zoo())
 
 
+def test_the_keras_mode_reads_the_module_that_defines_a_package_symbol():
+    """dnn_functional's DenseFeatures (Keras 2) is in functional.py, not in the package's
+    __init__ (which fails to import): the mode is chosen from the module that defines it."""
+    from elasticdl.runtime import keras_mode
+    from elasticdl.runtime.master import keras_switch
+
+    mode = keras_switch.likely(keras_mode.AUTO, ZOO, "sqlflow_models.dnn_functional")
+    assert mode == keras_mode.KERAS2
+
+
 def test_premade_names():
     spec = load_model_spec("DNNClassifier", params="n_classes=3")
     assert spec.model_def == "DNNClassifier" and spec.module.__name__ == "premade"

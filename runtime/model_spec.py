@@ -2,7 +2,8 @@
 
 `--model_def=a.b.Symbol` names `<zoo>/a/b.py` (or `<zoo>/a/b/__init__.py`) and `Symbol` in it.
 The module is imported as a real package with the zoo root on `sys.path`, so imports inside the
-zoo work. The symbol decides the style:
+zoo work, and under the zoo directory's own name too (`from model_zoo.x import y`:
+runtime/zoo_package.py). The symbol decides the style:
 
 1. *functions*: a function returning a Keras model, a Keras `Model` subclass without `default_*`
    methods, or a model instance; the module supplies `dataset_fn`, `loss`, `optimizer`,
@@ -38,6 +39,7 @@ from types import ModuleType
 from typing import Any
 
 from elasticdl.mode import Mode
+from elasticdl.runtime import zoo_package
 from elasticdl.runtime.params import (
     accepted_names,
     bind_params,
@@ -57,27 +59,48 @@ class ModelZooError(ValueError):
     """The model definition cannot be resolved; the message names what was searched."""
 
 
+class ModelBuildError(ValueError):
+    """The model file's own code failed while building the model (one line; the original
+    error is the `__cause__`). Not a ModelZooError: another Keras may cure it
+    (runtime/master/keras_switch.py probes exactly such failures)."""
+
+    @classmethod
+    def of(cls, model_def: str, err: Exception) -> ModelBuildError:
+        lines = str(err).strip().splitlines()
+        detail = f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
+        return cls(f"building {model_def} raised {detail}")
+
+
 @dataclass
 class EvalMetrics:
     """The metrics of one evaluation, fresh for each (Keras metrics carry state).
 
     `functions` map a name to `fn(labels, predictions)` giving per-example values (or a batch
     mean); `keras_metrics` are stateful Keras metric objects; `batch_fn` (ElasticDLSpec style)
-    returns a dict of values for a batch. `values()` evaluates the stateless ones.
+    returns a dict of values for a batch. `outputs` names, per metric of a model returning a
+    dict, the output it reads (runtime/output_metrics.py; `prediction_for`). `values()`
+    evaluates the stateless ones.
     """
 
     functions: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
     keras_metrics: dict[str, Any] = field(default_factory=dict)
     batch_fn: Callable[[Any, Any], dict[str, Any]] | None = None
+    outputs: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, metrics: Mapping[str, Any] | None = None) -> EvalMetrics:
-        """Split an `eval_metrics_fn()` result into Keras metrics and plain callables."""
+        """Split an `eval_metrics_fn()` result (flat, or keyed by output) into Keras metrics
+        and plain callables."""
+        from elasticdl.runtime import output_metrics
         from elasticdl.runtime.keras_mode import is_metric
 
         functions: dict[str, Callable[[Any, Any], Any]] = {}
         stateful: dict[str, Any] = {}
-        for name, metric in (metrics or {}).items():
+        try:
+            flat, outputs = output_metrics.flatten(metrics)
+        except ValueError as err:
+            raise ModelZooError(str(err)) from None
+        for name, metric in flat.items():
             if is_metric(metric):
                 stateful[name] = metric
             elif callable(metric):
@@ -87,15 +110,24 @@ class EvalMetrics:
                     f"eval metric {name!r} is a {type(metric).__name__}; give a callable "
                     "(labels, predictions) -> values, or a keras.metrics.Metric"
                 )
-        return cls(functions=functions, keras_metrics=stateful)
+        return cls(functions=functions, keras_metrics=stateful, outputs=outputs)
 
     @property
     def names(self) -> list[str]:
         return [*self.functions, *self.keras_metrics]
 
+    def prediction_for(self, name: str, predictions: Any) -> Any:
+        """What metric `name` reads of a batch's predictions (its output, or all)."""
+        from elasticdl.runtime.output_metrics import select
+
+        return select(predictions, self.outputs.get(name))
+
     def values(self, labels: Any, predictions: Any) -> dict[str, Any]:
         """Stateless metric values for one batch (per example, or a batch mean)."""
-        found = {name: fn(labels, predictions) for name, fn in self.functions.items()}
+        found = {
+            name: fn(labels, self.prediction_for(name, predictions))
+            for name, fn in self.functions.items()
+        }
         if self.batch_fn is not None:
             found.update(self.batch_fn(labels, predictions))
         return found
@@ -193,7 +225,11 @@ class ModelSpec:
         symbol = self.symbol
         if _is_keras_model(symbol):
             return symbol
-        return symbol(**bind_params(_constructor(symbol), self.params))
+        kwargs = bind_params(_constructor(symbol), self.params)
+        try:
+            return symbol(**kwargs)
+        except Exception as err:  # noqa: BLE001 - the model file's own code: one line
+            raise ModelBuildError.of(self.model_def, err) from err
 
     def _instantiate_spec(self, context: Mapping[str, Any] | None) -> ModelInstance:
         kwargs = bind_params(_constructor(self.symbol), self.params, reserved=("context",))
@@ -382,6 +418,7 @@ def import_zoo_module(zoo_root: Path, module_path: str, what: str) -> ModuleType
             sys.path.remove(root)
         sys.path.insert(0, root)
         _forget_conflicting(module_path.split(".")[0], zoo_root)
+        zoo_package.register(zoo_root)  # `from <zoo dir name>.x import y` in model files
         importlib.invalidate_caches()
         try:
             return importlib.import_module(module_path)
@@ -431,6 +468,7 @@ def load_model_spec(
     """Resolve `model_def` in the zoo and check that every piece and every param is usable."""
     source = zoo or resolve_zoo(model_zoo)
     module_path, name = _split_dotted(model_def, "--model_def")
+    _refuse_outside_contract(source.root, module_path, model_def)
     module = import_zoo_module(source.root, module_path, "--model_def")
     if not hasattr(module, name):
         public = sorted(n for n in vars(module) if not n.startswith("_"))
@@ -480,6 +518,22 @@ def load_model_spec(
     _check_pieces(spec)
     _check_params(spec)
     return spec
+
+
+def _refuse_outside_contract(zoo_root: Path, module_path: str, model_def: str) -> None:
+    """One line naming the kind of a program that is no model file (runtime/zoo_kinds.py)."""
+    from elasticdl.runtime.zoo_kinds import kind
+
+    for candidate in _module_candidates(zoo_root, module_path):
+        if candidate.is_file():
+            found = kind(candidate.read_text(errors="replace"))
+            if found:
+                raise ModelZooError(
+                    f"--model_def {model_def}: {candidate} is {found}, outside the model-zoo "
+                    "contract (a Keras model with dataset_fn or feed, loss and optimizer); "
+                    "ElasticDL ran such files with --job_command, which this project does not"
+                )
+            return
 
 
 def _style_of(symbol: Any, model_def: str) -> str:

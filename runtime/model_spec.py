@@ -201,9 +201,11 @@ class ModelSpec:
         for role in ("dataset_fn", "loss", "optimizer"):
             if pieces.get(role) is None:
                 raise self._missing(role)
+        from elasticdl.runtime import single_input
+
         return ModelInstance(
             model=model,
-            dataset_fn=self._dataset_fn(pieces["dataset_fn"]),
+            dataset_fn=single_input.adapt(self._dataset_fn(pieces["dataset_fn"]), model),
             loss=_loss_adapter(pieces["loss"]),
             optimizer=pieces["optimizer"](**bind_params(pieces["optimizer"], self.params)),
             eval_metrics=_metrics_adapter(pieces.get("eval_metrics_fn"), self.params),

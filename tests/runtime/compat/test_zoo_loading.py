@@ -226,3 +226,49 @@ def test_a_name_under_two_outputs_is_prefixed_and_bad_shapes_are_one_line():
 )
 def test_v02_and_preprocessing_feature_columns_are_keras2_markers(source):
     assert keras_mode.markers(source)
+
+
+# -- a one-input model fed a one-key dict -----------------------------------------------------
+
+ONE_INPUT = """
+import tensorflow as tf
+
+
+def custom_model():
+    inputs = tf.keras.Input(shape=(3,){name})
+    return tf.keras.Model(inputs, tf.keras.layers.Dense(1)(inputs))
+
+
+def loss(labels, predictions):
+    return tf.reduce_mean(tf.square(labels - predictions))
+
+
+def optimizer(lr=0.1):
+    return tf.keras.optimizers.SGD(lr)
+
+
+def feed(dataset, mode, _):
+    def parse(record):
+        spec = {{"feature": tf.io.FixedLenFeature([3], tf.float32)}}
+        r = tf.io.parse_single_example(record, spec)
+        return {{"feature": r["feature"]}}, r["feature"][:1]
+
+    return dataset.map(parse)
+"""
+
+
+@pytest.mark.parametrize("name", ["", ', name="feature"'])
+def test_a_one_input_model_takes_a_one_key_dict_of_any_key(tmp_path, name):
+    from elasticdl.runtime.model_build import build_model
+
+    zoo = write(tmp_path / "model_zoo", {"one/one.py": ONE_INPUT.format(name=name)})
+    example = tf.train.Example(
+        features=tf.train.Features(
+            feature={"feature": tf.train.Feature(float_list=tf.train.FloatList(value=[1, 2, 3]))}
+        )
+    )
+    instance = load("one.one.custom_model", zoo).instantiate()
+    features, labels = build_model(instance, [example.SerializeToString()] * 2)
+    unwrapped = not name
+    assert isinstance(features, dict) is not unwrapped
+    assert instance.model(features).shape == (2, 1) and labels.shape == (2, 1)

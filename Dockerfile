@@ -31,6 +31,7 @@ COPY steps ./steps
 COPY workflows ./workflows
 COPY proto ./proto
 COPY model_zoo ./model_zoo
+COPY elasticdl_preprocessing ./elasticdl_preprocessing
 ARG ELASTICDL_EXTRAS=
 # tf_keras (Keras 2 model files) without its `tensorflow` requirement: the image's TensorFlow
 # provides it.

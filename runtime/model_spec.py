@@ -207,11 +207,25 @@ class ModelSpec:
             model=model,
             dataset_fn=single_input.adapt(self._dataset_fn(pieces["dataset_fn"]), model),
             loss=_loss_adapter(pieces["loss"]),
-            optimizer=pieces["optimizer"](**bind_params(pieces["optimizer"], self.params)),
+            optimizer=self._bind_optimizer(pieces["optimizer"]),
             eval_metrics=_metrics_adapter(pieces.get("eval_metrics_fn"), self.params),
             callbacks=pieces.get("callbacks"),
             prediction_outputs_processor=pieces.get("prediction_outputs_processor"),
         )
+
+    def build_optimizer(self) -> Any:
+        """The optimizer alone, the model left unbuilt where the style allows: a module's or
+        a flag's `optimizer(...)`. The parameter servers need only it, and building a model
+        there (a Keras 2 functional model of TF ops takes seconds on a loaded machine) held
+        the PS's lock past its liveness probe. A model's `default_optimizer` and an
+        ElasticDLSpec's `create_optimizer` need their object, so those still build it."""
+        piece = self._pieces.get("optimizer")
+        if piece is None:
+            return self.instantiate().optimizer
+        return self._bind_optimizer(piece)
+
+    def _bind_optimizer(self, fn: Callable[..., Any]) -> Any:
+        return fn(**bind_params(fn, self.params))
 
     def _dataset_fn(self, fn: Callable[..., Any]) -> Callable[[Any, Mode, Any], Any]:
         """`dataset_fn` as (dataset, mode, metadata); an `input_fn(records)` with
@@ -245,7 +259,7 @@ class ModelSpec:
             model=spec.create_model(),
             dataset_fn=_dataset_adapter(dataset_fn),
             loss=_loss_adapter(loss) if loss else _spec_loss(spec),
-            optimizer=optimizer(**bind_params(optimizer, self.params)),
+            optimizer=self._bind_optimizer(optimizer),
             eval_metrics=_metrics_adapter(metrics, self.params) if metrics else _spec_metrics(spec),
             callbacks=pieces.get("callbacks"),
             prediction_outputs_processor=pieces.get("prediction_outputs_processor"),

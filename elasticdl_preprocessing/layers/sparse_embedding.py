@@ -13,13 +13,17 @@ Where the table lives (`on_ps`, decided by `on_parameter_servers` unless given):
   update it whole, which costs less than per-id traffic at that size;
 * large, or `input_dim` 0 / None (ids of any size) -- a table on the parameter servers
   (`elasticdl.layers.Embedding` with the combiner, its sublayer `table`): rows created on first
-  touch, only the minibatch's rows pulled and pushed. `input_dim` is then not enforced.
+  touch, only the minibatch's rows pulled and pushed. `input_dim` is then not enforced. The
+  sublayer is named after this layer without Keras's counter (`sparse_embedding_3` ->
+  `sparse_embedding_table`), so every process names the table alike (runtime/embedding/
+  tables.py numbers tables by position).
 
 Both start from the same initializer (Keras's uniform(-0.05, 0.05) by default).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import tensorflow as tf
@@ -29,6 +33,7 @@ from elasticdl.runtime.embedding import layer_class
 from elasticdl_preprocessing.layers._base import Layer
 
 COMBINERS = ("sum", "mean", "sqrtn")
+_COUNTER = re.compile(r"_\d+$")
 PS_TABLE_MIN_ENTRIES = 1 << 20
 
 
@@ -69,7 +74,7 @@ class SparseEmbedding(Layer):
                 self.output_dim,
                 embeddings_initializer=embeddings_initializer,
                 combiner=combiner,
-                name=f"{self.name}_table",
+                name=f"{_COUNTER.sub('', self.name)}_table",  # no process-local counter
             )
         elif not self.input_dim:
             raise ValueError("SparseEmbedding: a table off the parameter servers needs input_dim")

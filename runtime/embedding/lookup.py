@@ -20,6 +20,16 @@ from elasticdl.runtime.embedding import feed
 COMBINERS = (None, "sum", "mean", "sqrtn")
 
 
+class _TrainedRows:
+    """The served table and rows, in a plain object: tf_keras tracks a variable it finds in an
+    attribute (or a tuple) of a layer as one of the layer's weights, and these are no weights
+    of the model (the parameter servers hold none of them); exports track them explicitly."""
+
+    def __init__(self, table: Any, rows: Any) -> None:
+        self.table = table
+        self.rows = rows
+
+
 class TableLookup:
     """The behaviour shared by both Keras layer classes; they call `_configure` first."""
 
@@ -76,12 +86,13 @@ class TableLookup:
             ids, index = np.zeros(1, np.int64), np.zeros(1, np.int64)
         init = tf.lookup.KeyValueTensorInitializer(tf.constant(ids), tf.constant(index))
         table = tf.lookup.StaticHashTable(init, default_value=zeros_row)
-        self._trained = (table, tf.Variable(matrix, trainable=False, name="trained_rows"))
+        rows_variable = tf.Variable(matrix, trainable=False, name="trained_rows")
+        self._trained = _TrainedRows(table, rows_variable)
 
     @property
     def trained_resources(self) -> tuple[Any, ...]:
         """The hash table and rows variable of `set_trained_rows` (for SavedModel tracking)."""
-        return self._trained or ()
+        return (self._trained.table, self._trained.rows) if self._trained else ()
 
     def local_table(self) -> Any:
         """The in-process table used outside a worker (created on first use)."""
@@ -103,8 +114,7 @@ class TableLookup:
             rows, index = context.take(self.table)
             return tf.gather(rows, index)
         if self._trained is not None:
-            table, matrix = self._trained
-            return tf.gather(matrix, table.lookup(ids))
+            return tf.gather(self._trained.rows, self._trained.table.lookup(ids))
         unique, index = tf.unique(ids, out_idx=tf.int32)
 
         def lookup(values: tf.Tensor) -> np.ndarray:

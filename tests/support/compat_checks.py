@@ -278,6 +278,23 @@ def check_sparse_embedding() -> None:
     raises(ValueError, lambda: SparseEmbedding(input_dim=8, output_dim=4, combiner="max"))
 
 
+def check_sparse_embedding_tables_have_the_same_names_in_every_build() -> None:
+    """Processes build a model several times (master, workers, exports): the PS tables of its
+    SparseEmbeddings must be named alike each time, whatever Keras's layer counters say."""
+    from elasticdl.runtime.embedding.tables import embedding_layers
+    from elasticdl_preprocessing.layers import SparseEmbedding
+
+    def build() -> list[str]:
+        k = keras()
+        ids = k.Input(shape=(2,), dtype="int64")
+        wide = SparseEmbedding(None, 1, combiner="sum")(ids)
+        deep = SparseEmbedding(None, 3)(ids)
+        return sorted(embedding_layers(k.Model(ids, k.layers.Concatenate()([wide, deep]))))
+
+    first = build()
+    assert first == build() == ["e000/sparse_embedding_table", "e001/sparse_embedding_table"]
+
+
 def check_a_functional_model_of_every_layer() -> None:
     """Criteo-like columns through the layers into one model of this process's Keras."""
     from elasticdl_preprocessing.layers import (
@@ -411,6 +428,11 @@ def keras2_check_ps_embedding_among_tf_ops() -> None:
         rtol=1e-6,
     )
     assert Embedding.from_config(layer.get_config()).mask_zero
+    weights = len(model.weights)
+    layer.set_trained_rows(np.array([2, 7]), np.array([[1.0, 2.0], [3.0, 4.0]]))
+    assert len(model.weights) == weights  # served rows are no model weights (the PS has none)
+    served, _ = model(np.array([[7.0, 2.0, 5.0]], np.float32))
+    np.testing.assert_array_equal(served.numpy()[0], [[3, 4], [1, 2], [0, 0]])
 
 
 CHECKS = {n: f for n, f in sorted(globals().items()) if n.startswith("check_") and callable(f)}

@@ -1,8 +1,8 @@
 # The elasticdl runtime image: Python, TensorFlow and elasticdl, nothing else.
 #
-#   docker build -t elasticdl/elasticdl:0.3.0.dev0 .
+#   docker build -t elasticdl/elasticdl:0.3.0 .
 #   docker build --build-arg BASE_IMAGE=python:3.12-slim --build-arg REVISION=$(git rev-parse HEAD) .
-#   docker build --build-arg ELASTICDL_EXTRAS=[gpu] -t elasticdl/elasticdl:0.3.0.dev0-gpu .
+#   docker build --build-arg ELASTICDL_EXTRAS=[gpu] -t elasticdl/elasticdl:0.3.0-gpu .
 #
 # TensorFlow is the `tensorflow` distribution: it trains on CPU, and on GPU in an image built
 # with ELASTICDL_EXTRAS=[gpu] (the CUDA libraries of `tensorflow[and-cuda]`).
@@ -38,7 +38,7 @@ ARG ELASTICDL_EXTRAS=
 RUN python -m pip install ".${ELASTICDL_EXTRAS}" \
     && python -m pip install --no-deps "tf_keras==2.21.*" \
     && mkdir -p /opt/elasticdl \
-    && python -m pip freeze --exclude elasticdl > /opt/elasticdl/constraints.txt
+    && python -m pip freeze --exclude elasticdl-argo > /opt/elasticdl/constraints.txt
 
 # Stage 2: the runtime, with the virtual environment and no build inputs.
 FROM ${BASE_IMAGE}

@@ -57,14 +57,16 @@ def evaluate(**kwargs: Any) -> Any:
 
 
 def sql(statement: str, db: str, model_root: str = "./models", **kwargs: Any) -> Any:
-    """Run `SELECT ... TRAIN ... INTO model` or `SELECT ... PREDICT table.column USING model`.
+    """Run a statement: `SELECT ... TO TRAIN ... INTO model`, `SELECT ... TO PREDICT
+    table.column USING model`, `SELECT ... TO EVALUATE model ... INTO table` (or the older
+    `SELECT ... TRAIN` / `PREDICT` form), on this machine.
 
-    `elasticdl.sql("SELECT name, role, salary FROM employee TRAIN regressor.DNN WITH
-    hidden_units=[10, 100, 20, 5] INTO my_model", db="sqlite:///hr.db")` returns a
-    StatementResult (`status`, `model`, `rows`, `table`, `notes`, `report`). Keyword
-    arguments: `model_zoo`, `key` (PREDICT into a table the SELECT reads), `job_options`.
+    `elasticdl.sql("SELECT * FROM iris.train TO TRAIN DNNClassifier WITH model.n_classes=3
+    LABEL class INTO my_model", db="sqlite:///iris.db")` returns a StatementResult (`status`,
+    `model`, `rows`, `table`, `metrics`, `notes`, `report`). Keyword arguments: `model_zoo`,
+    `key` (PREDICT into a table the SELECT reads), `on_null`, `job_options`, `work_dir`.
     """
-    from elasticdl.runtime.sql.runner import run_statement
+    from elasticdl.sql_command import run_statement
 
     return run_statement(statement, db, model_root, **kwargs)
 

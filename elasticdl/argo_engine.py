@@ -40,7 +40,7 @@ from elasticdl.workflows.submit import (
     wait_for,
 )
 
-JOBS = ("train", "predict")
+JOBS = ("train", "predict", "evaluate")
 TOKEN_ENV = "ARGO_TOKEN"
 DEFAULT_NAMESPACE = "argo"
 POLL_S = 2.0
@@ -69,6 +69,7 @@ _ARGO_DESTS = frozenset(
         "master_cpu",
         "master_memory",
         "no_output_artifact",
+        "output_artifact",
         "semaphore",
     }
 )
@@ -234,19 +235,24 @@ def pipeline_values(args: argparse.Namespace, job: str) -> dict[str, str]:
     return values
 
 
-def build_workflow(args: argparse.Namespace, job: str) -> dict[str, Any]:
-    """The Workflow (a dict) for the parsed flags: `elasticdl render`'s, validated, with
-    --job_name as generateName prefix; ValueError (one line) on bad input."""
-    from elasticdl.render_command import argo_options
+def build_workflow(
+    args: argparse.Namespace, job: str, values: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The Workflow (a dict) for the parsed flags (or the pipeline `values` given: a SQL
+    statement's): `elasticdl render`'s, validated, with --job_name as generateName prefix;
+    ValueError (one line) on bad input."""
+    from elasticdl.render_command import argo_options, check_pod_paths
     from elasticdl.workflows.lint import lint_documents
     from elasticdl.workflows.render import SEMAPHORE, render_objects
     from elasticdl.workflows.submit import check_namespace
 
     namespace = check_namespace(getattr(args, "namespace", None) or DEFAULT_NAMESPACE)
-    values = pipeline_values(args, job)
+    if values is None:
+        values = pipeline_values(args, job)
     semaphore = SEMAPHORE if args.semaphore else None
     options = argo_options(args, semaphore, namespace=namespace)
     (workflow,) = render_objects(job, values, kind="workflow", options=options)
+    check_pod_paths(values)
     job_name = getattr(args, "job_name", "") or ""
     if job_name:
         if len(job_name) > _MAX_PREFIX or not _is_dns_label(job_name):
@@ -271,9 +277,10 @@ def _is_dns_label(text: str) -> bool:
     return re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", text) is not None
 
 
-def submit_job(args: argparse.Namespace, job: str) -> int:
-    """Build, submit and (with --wait) follow the `job` Workflow; the exit status (module
-    docs). Prints the name and UI URL on stdout, errors as one line on stderr."""
+def submit_job(args: argparse.Namespace, job: str, values: dict[str, str] | None = None) -> int:
+    """Build, submit and (with --wait) follow the `job` Workflow (for the flags, or the
+    pipeline `values` given); the exit status (module docs). Prints the name and UI URL on
+    stdout, errors as one line on stderr."""
     prog = f"elasticdl {job}"
     token = getattr(args, "token", None) or os.environ.get(TOKEN_ENV) or None
     verify = not getattr(args, "insecure_skip_verify", False)
@@ -283,7 +290,7 @@ def submit_job(args: argparse.Namespace, job: str) -> int:
                 "--engine argo needs --argo_server URL (the Argo server's base URL, e.g. "
                 "https://argo.example.com:2746)"
             )
-        workflow = build_workflow(args, job)
+        workflow = build_workflow(args, job, values)
         submitted = submit_workflow(
             workflow,
             args.argo_server,

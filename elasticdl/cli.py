@@ -2,7 +2,8 @@
 
 Subcommands parse strings into the same arguments the Python API takes and report user
 errors as one line on stderr (exit status 2), never a traceback; `--log_level debug` shows
-the traceback too.
+the traceback too. A job that fails exits 1; one stopped by a signal exits 128 + its number
+(130 for Ctrl-C, 143 for SIGTERM).
 """
 
 from __future__ import annotations
@@ -184,40 +185,9 @@ def _add_inference_commands(commands: argparse._SubParsersAction, argo: bool = T
 
 
 def _add_sql_command(commands: argparse._SubParsersAction) -> None:
-    sql = commands.add_parser(
-        "sql",
-        help="run a SELECT ... TRAIN or SELECT ... PREDICT statement",
-        description="Run a SQLFlow-style statement: SELECT ... TRAIN model_def [WITH k=v, ...] "
-        "[LABEL col] INTO model, or SELECT ... PREDICT table.column USING model.",
-    )
-    sql.add_argument(
-        "statement", nargs="?", default="", help="the statement (quote it for the shell)"
-    )
-    sql.add_argument("--db", required=True, help="SQLAlchemy URL, e.g. sqlite:///hr.db")
-    sql.add_argument(
-        "--model_root", default="./models", help="where models named without a URL live"
-    )
-    sql.add_argument("--model_zoo", default=None, help="for TRAIN: directory or git URL")
-    sql.add_argument("--key", default=None, help="for PREDICT into a source table: key column")
-    sql.add_argument(
-        "--on_null",
-        default=None,
-        help="NULLs in the selected rows: error (default), skip (drop the row) or fill:VALUE; "
-        "overrides WITH train.on_null",
-    )
-    sql.add_argument(
-        "--write_back",
-        default="",
-        metavar="DIR",
-        help="instead of a statement: write the predictions a failed PREDICT kept in DIR",
-    )
-    sql.add_argument(
-        "--engine",
-        default="local",
-        choices=["local", "argo"],
-        help="argo: submit the statement's pipeline; Argo flags (--argo_server, --image, "
-        "--work_dir, ...) may follow",
-    )
+    from elasticdl.sql_command import add_sql_command
+
+    add_sql_command(commands)
 
 
 def _add_render_commands(commands: argparse._SubParsersAction) -> None:
@@ -351,6 +321,19 @@ def _run_zoo(args: argparse.Namespace) -> None:
         print(f"{role + ':':<17}{source}")
 
 
+def failed_status(result: Any) -> int:
+    """The exit status of a job that did not succeed: 128 + the signal that stopped it (130
+    for Ctrl-C, 143 for SIGTERM, as a shell reports a process the signal ended), else 1."""
+    import signal
+
+    if getattr(result, "status", "") == "stopped":
+        for event in (getattr(result, "report", None) or {}).get("events", []):
+            name = event.get("signal", "") if event.get("kind") == "job_stopped" else ""
+            if name in signal.Signals.__members__:
+                return 128 + int(signal.Signals[name])
+    return 1
+
+
 def _run_train(args: argparse.Namespace) -> int:
     from elasticdl.argo_engine import argo_only_flags, submit_train
     from elasticdl.train_command import run_training
@@ -363,7 +346,7 @@ def _run_train(args: argparse.Namespace) -> int:
     result = run_training(args)
     if not result.succeeded:
         print(f"elasticdl: training failed: {result.error}", file=sys.stderr)
-        return 1
+        return failed_status(result)
     from elasticdl.job_summary import ended_lines
 
     print(f"trained model written to {result.output}")
@@ -388,7 +371,7 @@ def _run_inference(args: argparse.Namespace) -> int:
     result = run_inference(args, args.command)
     if not result.succeeded:
         print(f"elasticdl: {args.command} failed: {result.error}", file=sys.stderr)
-        return 1
+        return failed_status(result)
     if args.command == "evaluate":
         print(json.dumps(result.metrics, sort_keys=True))
     else:
@@ -397,55 +380,20 @@ def _run_inference(args: argparse.Namespace) -> int:
 
 
 def _run_sql(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
-    from elasticdl.runtime.sql.runner import run_statement, write_back_kept
+    from elasticdl.sql_command import run_sql
 
-    if bool(args.statement) == bool(args.write_back):
-        raise ValueError("give a statement, or --write_back DIR (kept predictions), not both")
-    if args.on_null is not None:
-        from elasticdl.runtime.sql.statements import null_policy_problem
-
-        problem = null_policy_problem(args.on_null)
-        if problem:
-            raise ValueError(f"--on_null: {problem}")
-    if args.engine == "argo":
-        if args.on_null is not None or args.write_back:
-            raise ValueError("--on_null and --write_back work with --engine local only")
-        from elasticdl.sql_argo import submit_statement
-
-        return submit_statement(args.statement, args.db, args.model_root, args.key, extra)
-
-    if args.write_back:
-        result = write_back_kept(args.write_back, args.db)
-    else:
-        result = run_statement(
-            args.statement,
-            args.db,
-            args.model_root,
-            model_zoo=args.model_zoo,
-            key=args.key,
-            on_null=args.on_null,
-        )
-    for note in result.notes:
-        print(f"note: {note}")  # after the run: a statement that fails prints one line
-    if not result.succeeded:
-        print(f"elasticdl: {result.kind} failed: {result.error}", file=sys.stderr)
-        return 1
-    if result.kind == "train":
-        from elasticdl.job_summary import ended_lines
-
-        print(f"trained on {result.rows} row(s); model written to {result.model}")
-        for line in ended_lines(result.report, result.model):
-            print(line)
-    else:
-        print(f"{result.rows} prediction(s) written to {result.table}")
-    return 0
+    return run_sql(args, extra)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `elasticdl` console script; returns the exit status."""
     from elasticdl.runtime import keras_mode
+    from elasticdl.runtime.distribution import conflict_message, conflicts
 
     keras_mode.mark_own_process()
+    found = conflicts()
+    if found:
+        print(f"elasticdl: warning: {conflict_message(found)}", file=sys.stderr)
     parser, args, extra = _parse(argv)
     if extra and not (args.command == "sql" and args.engine == "argo"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

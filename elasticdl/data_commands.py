@@ -180,5 +180,7 @@ def convert_files(fmt: str, location: str, output: str, **options: Any) -> Any:
     if options.get("records_per_file", 1) < 1:
         raise ValueError(f"--records_per_file must be >= 1, got {options['records_per_file']}")
     check_output(output)
-    names, batches, close = read_rows(fmt, location)
-    return convert_rows(names, batches, close, output, describe(fmt, location), **options)
+    names, batches, close, where = read_rows(fmt, location)
+    return convert_rows(
+        names, batches, close, output, describe(fmt, location), where=where, **options
+    )

@@ -38,6 +38,9 @@ def ended_lines(report: dict[str, Any], output: str) -> list[str]:
         if report.get("loss_units"):
             text += f", in {report['loss_units']}"
         lines.append(text)
+    learned = report.get("learning")
+    if learned:
+        lines.append(f"note: {learned['reason']}: {learned['hint']}")
     board = tensorboard_dir(report, output)
     protocol, path = fsspec.core.split_protocol(board)
     if protocol not in (None, "file", "local") or os.path.isdir(path):

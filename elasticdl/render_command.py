@@ -124,8 +124,10 @@ def add_lint_command(commands: argparse._SubParsersAction) -> None:
         "lint",
         help="validate Argo and Kubernetes YAML offline (schemas plus a semantic lint)",
         description="Validate YAML files offline: Argo objects against the Argo CRD schemas "
-        "(strict: unknown keys are errors) and a semantic lint (unknown templates, dependency "
-        "cycles, undeclared parameters...); other Kubernetes objects with kubernetes-validate.",
+        "(strict: unknown keys are errors), Argo's published JSON Schema (what editors and the "
+        "argo-workflows SDK check) and a semantic lint (unknown templates, dependency cycles, "
+        "undeclared parameters, outputs of tasks that may be skipped...); other Kubernetes "
+        "objects with kubernetes-validate.",
     )
     lint.add_argument("files", nargs="+", metavar="FILE", help="YAML file, or - for stdin")
     lint.add_argument(
@@ -147,8 +149,7 @@ def argo_options(args: argparse.Namespace, semaphore: Any = None, **overrides: A
     from elasticdl.runtime.job_options import copy_fields
     from elasticdl.workflows.argo import ArgoOptions
 
-    output_artifact = not args.no_output_artifact
-    fields = copy_fields(ArgoOptions, args, semaphore=semaphore, output_artifact=output_artifact)
+    fields = copy_fields(ArgoOptions, args, semaphore=semaphore)
     return ArgoOptions(**{**fields, **overrides})
 
 
@@ -179,7 +180,24 @@ def render(args: argparse.Namespace) -> str:
     objects = render_objects(
         args.render_what, values, kind=args.kind, options=options, schedule=schedule
     )
+    check_pod_paths(values)
     return to_yaml(_validated(objects, args.argo_version))
+
+
+_PATHS = {"data": False, "validation_data": False, "trained_model": False, "output": True}
+"""The pipeline parameters that name data or a model, and whether the pods write there."""
+
+
+def check_pod_paths(values: dict[str, Any]) -> None:
+    """ValueError (one line) for a local path the pipeline's pods could not reach: a path on
+    this machine means nothing in a pod, unless a shared --volume (a claim, a hostPath) is
+    mounted there (runtime/k8s/options.py `check_reachable_from_pods`)."""
+    from elasticdl.runtime.k8s.options import check_reachable_from_pods
+
+    for name, writable in _PATHS.items():
+        value = values.get(name)
+        if value:
+            check_reachable_from_pods(f"--{name}", str(value), values.get("volume") or "", writable)
 
 
 def _validated(objects: list[dict[str, Any]], argo_version: str) -> list[dict[str, Any]]:
@@ -251,14 +269,16 @@ def run(args: argparse.Namespace) -> int:
 
 def add_workflow_settings(group: argparse._ArgumentGroup) -> None:
     """Render-time settings of the workflow objects, shared by `render` and `--engine argo`."""
-    from elasticdl.workflows.argo import ArgoOptions
+    from elasticdl.workflows.argo import INSTALL_SERVICE_ACCOUNT, ArgoOptions
 
     d = ArgoOptions()
     argo = group
     argo.add_argument(
         "--service_account",
         default=d.service_account,
-        help=f"ServiceAccount the pods run as (default {d.service_account})",
+        help="ServiceAccount the pods run as (default: none named, the namespace's default; "
+        f"`render install` creates {INSTALL_SERVICE_ACCOUNT} with the Role the pods need, "
+        "and its templates run as it)",
     )
     argo.add_argument(
         "--deadline_seconds",
@@ -283,7 +303,13 @@ def add_workflow_settings(group: argparse._ArgumentGroup) -> None:
         "--master_memory", default=d.master_memory, help="memory request of the master"
     )
     argo.add_argument(
+        "--output_artifact",
+        action="store_true",
+        help="also keep the model summary as an output artifact (it is an output parameter "
+        "in any case): needs an artifact repository configured in Argo",
+    )
+    argo.add_argument(
         "--no_output_artifact",
         action="store_true",
-        help="keep the model summary as an output parameter only (no artifact repository)",
+        help="the default now (kept for earlier scripts)",
     )

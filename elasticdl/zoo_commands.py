@@ -42,12 +42,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from elasticdl import __version__
+from elasticdl.runtime.distribution import default_image
+from elasticdl.runtime.k8s.manifests import RUNTIME_GID, RUNTIME_UID
 
-DEFAULT_RUNTIME_IMAGE = f"elasticdl/elasticdl:{__version__}"
+DEFAULT_RUNTIME_IMAGE = default_image()
 """The runtime image a zoo's Dockerfile starts FROM unless `--runtime_image` says otherwise."""
 
-RUNTIME_USER = "1000:1000"
+RUNTIME_USER = f"{RUNTIME_UID}:{RUNTIME_GID}"
 """The (numeric, so Kubernetes can check runAsNonRoot) user of the runtime image."""
 
 MODEL_ZOO_DIR = "/model_zoo"

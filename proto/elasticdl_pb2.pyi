@@ -106,7 +106,7 @@ class Empty(_message.Message):
     def __init__(self) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ("task_id", "shard_name", "start", "end", "type", "model_version", "epoch", "extended_config", "skip", "shuffle_seed")
+    __slots__ = ("task_id", "shard_name", "start", "end", "type", "model_version", "epoch", "extended_config", "skip", "shuffle_seed", "progress_every_s", "wait_s")
     class ExtendedConfigEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -124,6 +124,8 @@ class Task(_message.Message):
     EXTENDED_CONFIG_FIELD_NUMBER: _ClassVar[int]
     SKIP_FIELD_NUMBER: _ClassVar[int]
     SHUFFLE_SEED_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_EVERY_S_FIELD_NUMBER: _ClassVar[int]
+    WAIT_S_FIELD_NUMBER: _ClassVar[int]
     task_id: int
     shard_name: str
     start: int
@@ -134,7 +136,9 @@ class Task(_message.Message):
     extended_config: _containers.ScalarMap[str, str]
     skip: int
     shuffle_seed: int
-    def __init__(self, task_id: _Optional[int] = ..., shard_name: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., type: _Optional[_Union[TaskType, str]] = ..., model_version: _Optional[int] = ..., epoch: _Optional[int] = ..., extended_config: _Optional[_Mapping[str, str]] = ..., skip: _Optional[int] = ..., shuffle_seed: _Optional[int] = ...) -> None: ...
+    progress_every_s: float
+    wait_s: float
+    def __init__(self, task_id: _Optional[int] = ..., shard_name: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., type: _Optional[_Union[TaskType, str]] = ..., model_version: _Optional[int] = ..., epoch: _Optional[int] = ..., extended_config: _Optional[_Mapping[str, str]] = ..., skip: _Optional[int] = ..., shuffle_seed: _Optional[int] = ..., progress_every_s: _Optional[float] = ..., wait_s: _Optional[float] = ...) -> None: ...
 
 class GetTaskRequest(_message.Message):
     __slots__ = ("worker_id", "task_type", "ahead")
@@ -161,7 +165,7 @@ class ReportProgressRequest(_message.Message):
     def __init__(self, worker_id: _Optional[int] = ..., task_id: _Optional[int] = ..., records_done: _Optional[int] = ..., loss: _Optional[float] = ..., model_version: _Optional[int] = ...) -> None: ...
 
 class ReportTaskResultRequest(_message.Message):
-    __slots__ = ("worker_id", "task_id", "err_message", "exec_counters", "ahead_task_id")
+    __slots__ = ("worker_id", "task_id", "err_message", "exec_counters", "ahead_task_id", "loss", "model_version")
     class ExecCountersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -174,12 +178,16 @@ class ReportTaskResultRequest(_message.Message):
     ERR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     EXEC_COUNTERS_FIELD_NUMBER: _ClassVar[int]
     AHEAD_TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    LOSS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
     worker_id: int
     task_id: int
     err_message: str
     exec_counters: _containers.ScalarMap[str, int]
     ahead_task_id: int
-    def __init__(self, worker_id: _Optional[int] = ..., task_id: _Optional[int] = ..., err_message: _Optional[str] = ..., exec_counters: _Optional[_Mapping[str, int]] = ..., ahead_task_id: _Optional[int] = ...) -> None: ...
+    loss: float
+    model_version: int
+    def __init__(self, worker_id: _Optional[int] = ..., task_id: _Optional[int] = ..., err_message: _Optional[str] = ..., exec_counters: _Optional[_Mapping[str, int]] = ..., ahead_task_id: _Optional[int] = ..., loss: _Optional[float] = ..., model_version: _Optional[int] = ...) -> None: ...
 
 class ReportEvaluationMetricsRequest(_message.Message):
     __slots__ = ("worker_id", "task_id", "model_version", "metric_states")
@@ -380,7 +388,7 @@ class ReadEmbeddingRowsResponse(_message.Message):
     def __init__(self, rows: _Optional[_Union[EmbeddingSlices, _Mapping]] = ..., total: _Optional[int] = ...) -> None: ...
 
 class TrainedModel(_message.Message):
-    __slots__ = ("docker_commit_id", "model_def", "model_def_params", "params_filename", "input_function", "loss", "optimizer", "model_zoo", "saved_model_path", "data", "sql", "db_url", "schema_json", "metrics", "created_time", "model_version", "eval_metrics_fn", "elasticdl_version", "model_zoo_commit", "label_column", "input_signature", "embedding_tables")
+    __slots__ = ("docker_commit_id", "model_def", "model_def_params", "params_filename", "input_function", "loss", "optimizer", "model_zoo", "saved_model_path", "data", "sql", "db_url", "schema_json", "metrics", "created_time", "model_version", "eval_metrics_fn", "elasticdl_version", "model_zoo_commit", "label_column", "input_signature", "embedding_tables", "feature_columns")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -410,6 +418,7 @@ class TrainedModel(_message.Message):
     LABEL_COLUMN_FIELD_NUMBER: _ClassVar[int]
     INPUT_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_TABLES_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     docker_commit_id: str
     model_def: str
     model_def_params: str
@@ -432,7 +441,8 @@ class TrainedModel(_message.Message):
     label_column: str
     input_signature: str
     embedding_tables: _containers.RepeatedCompositeFieldContainer[TrainedTable]
-    def __init__(self, docker_commit_id: _Optional[str] = ..., model_def: _Optional[str] = ..., model_def_params: _Optional[str] = ..., params_filename: _Optional[str] = ..., input_function: _Optional[str] = ..., loss: _Optional[str] = ..., optimizer: _Optional[str] = ..., model_zoo: _Optional[str] = ..., saved_model_path: _Optional[str] = ..., data: _Optional[str] = ..., sql: _Optional[str] = ..., db_url: _Optional[str] = ..., schema_json: _Optional[str] = ..., metrics: _Optional[_Mapping[str, float]] = ..., created_time: _Optional[str] = ..., model_version: _Optional[int] = ..., eval_metrics_fn: _Optional[str] = ..., elasticdl_version: _Optional[str] = ..., model_zoo_commit: _Optional[str] = ..., label_column: _Optional[str] = ..., input_signature: _Optional[str] = ..., embedding_tables: _Optional[_Iterable[_Union[TrainedTable, _Mapping]]] = ...) -> None: ...
+    feature_columns: str
+    def __init__(self, docker_commit_id: _Optional[str] = ..., model_def: _Optional[str] = ..., model_def_params: _Optional[str] = ..., params_filename: _Optional[str] = ..., input_function: _Optional[str] = ..., loss: _Optional[str] = ..., optimizer: _Optional[str] = ..., model_zoo: _Optional[str] = ..., saved_model_path: _Optional[str] = ..., data: _Optional[str] = ..., sql: _Optional[str] = ..., db_url: _Optional[str] = ..., schema_json: _Optional[str] = ..., metrics: _Optional[_Mapping[str, float]] = ..., created_time: _Optional[str] = ..., model_version: _Optional[int] = ..., eval_metrics_fn: _Optional[str] = ..., elasticdl_version: _Optional[str] = ..., model_zoo_commit: _Optional[str] = ..., label_column: _Optional[str] = ..., input_signature: _Optional[str] = ..., embedding_tables: _Optional[_Iterable[_Union[TrainedTable, _Mapping]]] = ..., feature_columns: _Optional[str] = ...) -> None: ...
 
 class TrainedTable(_message.Message):
     __slots__ = ("name", "dim", "rows", "initializer")

@@ -37,6 +37,7 @@ _RESOLVED_DEFAULTS = {
     "num_workers": 1,
     "trained_model": "",
     "keras_version": "3",
+    "minibatch_size": job_options.DEFAULT_MINIBATCH,
 }
 
 
@@ -56,6 +57,7 @@ _RESOLVED_DEFAULTS = {
         ("keep_columns", tuple, ()),
         ("secret_file", str, ""),
         ("versions_per_epoch", int, 0),
+        ("features", str, ""),
     ),
     frozen=True,
 )
@@ -66,8 +68,10 @@ class JobConfig:
     commit), `job_type` (train, predict or evaluate; predict and evaluate jobs have no PS),
     `prediction_dir` (predict: where workers write their parts) and `keep_columns` (predict:
     input columns copied into each output row), `secret_file` (the job's secret,
-    runtime/auth.py, relative to this file's directory) and `versions_per_epoch` (train: the
-    model versions one epoch makes, for a learning rate scheduled by epoch).
+    runtime/auth.py, relative to this file's directory), `versions_per_epoch` (train: the
+    model versions one epoch makes, for a learning rate scheduled by epoch) and `features`
+    (the model's feature columns resolved against the data, runtime/column_spec.py; "" when
+    its constructor takes none).
     `JobConfig.from_options(options, ...)` copies the fields an options object shares with it."""
 
     @classmethod
@@ -89,6 +93,8 @@ class JobConfig:
             optimizer=self.optimizer or None,
             eval_metrics_fn=self.eval_metrics_fn or None,
             zoo=zoo,
+            features=self.features,
+            eval_metrics=self.eval_metrics,
         )
 
     def to_json(self) -> str:

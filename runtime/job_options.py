@@ -17,8 +17,9 @@ it an Argo parameter too, appended to the template's parameters and the job step
 it in `workflows/definitions.py` for another order). Mark it CONFIG (`takes=_JOB_CONFIG`) to
 have it in `JobConfig`, which the parameter servers and workers read.
 
-This module is pure data plus those derivations; it imports nothing of the project, so every
-layer may use it (see tests/test_layering.py).
+This module is pure data plus those derivations; it imports nothing of the project when it loads
+(two validators import the parsers they check with), so every layer may use it (see
+tests/test_layering.py).
 """
 
 from __future__ import annotations
@@ -281,12 +282,30 @@ def _workers(default: int) -> tuple[Option, ...]:
     )
 
 
-def _shared(minibatch_size: int, timeout_help: str, chaos_example: str) -> tuple[Option, ...]:
+DEFAULT_MINIBATCH = 64
+MIN_MINIBATCHES_PER_EPOCH = 16
+
+
+def auto_minibatch(records_per_epoch: int) -> int:
+    """Training's minibatch when --minibatch_size is not given: 64, or fewer on a small data
+    set, so that an epoch has at least 16 minibatches (a table of 110 rows trains 6 at a time:
+    at 64, ten epochs would be 20 steps, too few to learn from)."""
+    return max(1, min(DEFAULT_MINIBATCH, records_per_epoch // MIN_MINIBATCHES_PER_EPOCH))
+
+
+def _shared(
+    minibatch_size: int | None, timeout_help: str, chaos_example: str
+) -> tuple[Option, ...]:
     """The job options training and prediction both take."""
+    size_help = "Records per minibatch" + (
+        " (default: 64, fewer on a small data set: an epoch makes 16 at least)"
+        if minibatch_size is None
+        else ""
+    )
     return (
         Option(
             "minibatch_size",
-            "Records per minibatch",
+            size_help,
             int,
             minibatch_size,
             minimum=1,
@@ -295,7 +314,8 @@ def _shared(minibatch_size: int, timeout_help: str, chaos_example: str) -> tuple
         ),
         Option(
             "records_per_task",
-            "Records a worker takes per task",
+            "Records a worker takes per task (training: at most; fewer when an epoch would "
+            "have fewer than 2 tasks per worker)",
             int,
             1024,
             minimum=1,
@@ -420,6 +440,38 @@ _DB_SECRET = Option(
     validate=_check_db_secret,
 )
 
+
+def _check_feature_columns(text: str) -> None:
+    if text:
+        from elasticdl.runtime.column_spec import parse_groups
+        from elasticdl.runtime.sql.lexer import StatementError
+
+        try:
+            parse_groups(text)
+        except StatementError as err:
+            raise ValueError(f"--feature_columns: {err.message}") from None
+
+
+def _check_eval_metrics(text: str) -> None:
+    if text:
+        from elasticdl.runtime.metrics_by_name import metric_names_problem
+
+        problem = metric_names_problem(text)
+        if problem:
+            raise ValueError(f"--eval_metrics {text!r}: {problem}")
+
+
+def _eval_metrics(takes: frozenset[str], engines: frozenset[str]) -> Option:
+    return Option(
+        "eval_metrics",
+        "Keras metrics to evaluate instead of the model's own, e.g. Accuracy,AUC",
+        group="model",
+        engines=engines,
+        takes=takes,
+        validate=_check_eval_metrics,
+    )
+
+
 _TLS_DIR = Option(
     "tls_dir",
     "TLS on the job's channels: a directory with tls.crt, tls.key [, ca.crt, server_name] "
@@ -481,6 +533,15 @@ TRAIN: tuple[Option, ...] = (
         default=None,
         group="model",
         takes=_JOB_CONFIG,
+    ),
+    _eval_metrics(_JOB_CONFIG, BOTH),
+    Option(
+        "feature_columns",
+        'Feature columns in SQLFlow\'s COLUMN syntax, e.g. "a, BUCKET(b, [1, 5])" (default: '
+        "every column but the label, for a model that takes feature_columns)",
+        group="model",
+        engines=BOTH,
+        validate=_check_feature_columns,
     ),
     Option(
         "data",
@@ -643,7 +704,7 @@ TRAIN: tuple[Option, ...] = (
     Option("shuffle", "Shuffle the tasks of each epoch", bool, True, takes=_JOB_CONFIG),
     _TLS_DIR,
     *_shared(
-        64,
+        None,
         "The least seconds without progress before a worker is taken for hung (the limit is "
         "derived from observed minibatch times above it; a worker's first task gets longer)",
         "worker1:kill@tasks=3",
@@ -718,6 +779,7 @@ PREDICT: tuple[Option, ...] = (
         default=None,
         group="model",
     ),
+    _eval_metrics(frozenset({FIELD, CONFIG}), NOWHERE),
     *_workers(2),
     *_shared(
         256,
@@ -731,8 +793,11 @@ PREDICT: tuple[Option, ...] = (
 )
 """`elasticdl predict`, `elasticdl.predict(...)`, the predict step and the predict pipeline."""
 
-EVALUATE: tuple[Option, ...] = tuple(o for o in PREDICT if o.name not in _PREDICT_ONLY)
-"""`elasticdl evaluate` and `elasticdl.evaluate(...)` (no pipeline: the local engine only)."""
+EVALUATE: tuple[Option, ...] = (
+    *(o for o in PREDICT if o.name not in _PREDICT_ONLY and o.name != "eval_metrics"),
+    _eval_metrics(_JOB_CONFIG, BOTH),
+)
+"""`elasticdl evaluate`, `elasticdl.evaluate(...)`, the evaluate step and the evaluate pipeline."""
 
 JOBS: dict[str, tuple[Option, ...]] = {"train": TRAIN, "predict": PREDICT, "evaluate": EVALUATE}
 

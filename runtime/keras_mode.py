@@ -31,8 +31,8 @@ ENV = "TF_USE_LEGACY_KERAS"
 AUTO, KERAS2, KERAS3 = "auto", "2", "3"
 CHOICES = (AUTO, KERAS2, KERAS3)
 INSTALL_HINT = (
-    "Keras 2 model files need tf_keras: pip install 'elasticdl[keras2]' "
-    "(or pip install --no-deps 'tf_keras==2.21.*')"
+    "Keras 2 model files need tf_keras: pip install --no-deps 'tf_keras==2.21.*' (the "
+    "keras2 extra; --no-deps keeps this environment's TensorFlow)"
 )
 
 _MODULE_MARKERS = (

@@ -56,7 +56,9 @@ class MetricAccumulator:
             for name, value in self.metrics.batch_fn(labels, predictions).items():
                 self._add(f"batch/{name}", _sum_count(value, batch))
         for name, metric in self.metrics.keras_metrics.items():
-            metric.update_state(labels, read(name, predictions))
+            transform = self.metrics.transforms.get(name)
+            outputs = read(name, predictions)
+            metric.update_state(*(transform(labels, outputs) if transform else (labels, outputs)))
 
     def _add(self, key: str, value: np.ndarray) -> None:
         self._sums[key] = self._sums[key] + value if key in self._sums else value

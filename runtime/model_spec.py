@@ -21,15 +21,32 @@ the module-level function. `ModelSpec.instantiate()` builds the model and binds 
 a `ModelInstance` with uniform call signatures:
 
     dataset_fn(dataset, mode, metadata) -> dataset
-    loss(labels, predictions) -> scalar
+    loss(labels, predictions) -> scalar (a loss per example is averaged, as Keras `compile` does)
     optimizer: a Keras optimizer
     eval_metrics() -> EvalMetrics (callables of (labels, predictions) and Keras metrics)
+
+SQLFlow's model zoo (`sql-machine-learning/models`, package `sqlflow_models`) works unchanged:
+
+* a model definition without a dot is a premade name (`DNNClassifier`: runtime/premade.py);
+* a constructor taking `feature_columns`, `X_feature_columns` or `field_metas` receives them
+  from the job's resolved COLUMN clause (runtime/feature_args.py);
+* a zoo with no input function gets the built-in one (runtime/schema_input.py), whose name
+  `--dataset_fn elasticdl.runtime.schema_input.from_schema` any zoo may use
+  (`elasticdl.`-names resolve in this installation, not in the zoo);
+* optimizers named in params (`optimizer=RMSprop`, `optimizer.learning_rate=0.1`) go where
+  runtime/optimizer_params.py says; Keras 2's `lr=` is honoured (runtime/keras_compat.py);
+* `--eval_metrics "Accuracy,AUC"` (SQLFlow's `validation.metrics`) replaces the model's metrics
+  (runtime/metrics_by_name.py); a module-level `prepare_prediction_column(prediction)` turns
+  each row's prediction into the value stored;
+* `sqlflow_models.X` resolves although the package's `__init__` imports models whose
+  dependencies are missing: the module defining X is loaded without running `__init__`.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import logging
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -40,16 +57,21 @@ from typing import Any
 
 from elasticdl.mode import Mode
 from elasticdl.runtime import zoo_package
+from elasticdl.runtime.column_spec import ResolvedFeatures
+from elasticdl.runtime.optimizer_params import OptimizerPlan, keras_optimizer
+from elasticdl.runtime.optimizer_params import plan as plan_optimizers
 from elasticdl.runtime.params import (
     accepted_names,
     bind_params,
     check_all_accepted,
     parse_params,
+    split_groups,
 )
 from elasticdl.runtime.zoo_source import ZooSource, resolve_zoo
 from elasticdl.spec import ElasticDLSpec
 
 _IMPORT_LOCK = threading.Lock()
+log = logging.getLogger("elasticdl.zoo")
 _DATASET_ARGS = ("dataset", "mode", "metadata", "_", "metadata_")
 _LOSS_ARGS = ("labels", "predictions", "outputs", "output")
 _METRICS_ARGS = ("mode", "outputs", "labels", "predictions")
@@ -76,16 +98,19 @@ class EvalMetrics:
     """The metrics of one evaluation, fresh for each (Keras metrics carry state).
 
     `functions` map a name to `fn(labels, predictions)` giving per-example values (or a batch
-    mean); `keras_metrics` are stateful Keras metric objects; `batch_fn` (ElasticDLSpec style)
-    returns a dict of values for a batch. `outputs` names, per metric of a model returning a
-    dict, the output it reads (runtime/output_metrics.py; `prediction_for`). `values()`
-    evaluates the stateless ones.
+    mean); `keras_metrics` are stateful Keras metric objects, each given (labels, predictions)
+    through its `transforms` entry when it has one (metrics named in text read class ids or
+    probabilities: runtime/metrics_by_name.py); `batch_fn` (ElasticDLSpec style) returns a dict
+    of values for a batch. `outputs` names, per metric of a model returning a dict, the output
+    it reads (runtime/output_metrics.py; `prediction_for`). `values()` evaluates the stateless
+    ones.
     """
 
     functions: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
     keras_metrics: dict[str, Any] = field(default_factory=dict)
     batch_fn: Callable[[Any, Any], dict[str, Any]] | None = None
     outputs: dict[str, str] = field(default_factory=dict)
+    transforms: dict[str, Callable[[Any, Any], tuple[Any, Any]]] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, metrics: Mapping[str, Any] | None = None) -> EvalMetrics:
@@ -145,6 +170,9 @@ class ModelInstance:
     callbacks: Callable[[], list[Any]] | None = None
     prediction_outputs_processor: Any = None
     spec_object: ElasticDLSpec | None = None
+    prediction_column: Callable[[Any], Any] | None = None
+    """SQLFlow's `prepare_prediction_column(prediction)`: one row's prediction -> the value
+    stored (applied row by row)."""
 
 
 @dataclass
@@ -163,6 +191,25 @@ class ModelSpec:
     symbol: Any
     sources: dict[str, str] = field(default_factory=dict)
     _pieces: dict[str, Callable[..., Any] | None] = field(default_factory=dict, repr=False)
+    features: ResolvedFeatures | None = None
+    """The job's resolved feature columns (runtime/column_spec.py), when it has them."""
+    eval_metrics_names: str = ""
+    """Metrics named in text (`--eval_metrics`), replacing the model's own."""
+    optimizer_plan: OptimizerPlan = field(default_factory=OptimizerPlan)
+    param_groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def feature_arguments(self) -> list[str]:
+        """The constructor's arguments that receive feature columns (runtime/feature_args.py)."""
+        from elasticdl.runtime.feature_args import feature_arguments
+
+        if _is_keras_model(self.symbol) or self.style == "spec":
+            return []
+        try:
+            names = list(inspect.signature(_constructor(self.symbol)).parameters)
+        except (TypeError, ValueError):
+            return []
+        return feature_arguments(names)
 
     @property
     def module_file(self) -> str:
@@ -198,6 +245,11 @@ class ModelSpec:
             ):
                 if pieces.get(role) is None and callable(getattr(model, method, None)):
                     pieces[role] = getattr(model, method)
+        if pieces.get("dataset_fn") is None and self.sources.get("dataset_fn") == BUILTIN_INPUT:
+            pieces["dataset_fn"] = _builtin_input(self.features)
+        plan = self.optimizer_plan
+        if plan.keras_class:
+            pieces["optimizer"] = lambda **_: keras_optimizer(plan.keras_class, plan.keras_args)
         for role in ("dataset_fn", "loss", "optimizer"):
             if pieces.get(role) is None:
                 raise self._missing(role)
@@ -208,24 +260,42 @@ class ModelSpec:
             dataset_fn=single_input.adapt(self._dataset_fn(pieces["dataset_fn"]), model),
             loss=_loss_adapter(pieces["loss"]),
             optimizer=self._bind_optimizer(pieces["optimizer"]),
-            eval_metrics=_metrics_adapter(pieces.get("eval_metrics_fn"), self.params),
+            eval_metrics=self._eval_metrics(pieces.get("eval_metrics_fn")),
             callbacks=pieces.get("callbacks"),
             prediction_outputs_processor=pieces.get("prediction_outputs_processor"),
+            prediction_column=_prediction_column(pieces.get("prepare_prediction_column")),
         )
 
     def build_optimizer(self) -> Any:
         """The optimizer alone, the model left unbuilt where the style allows: a module's or
         a flag's `optimizer(...)`. The parameter servers need only it, and building a model
         there (a Keras 2 functional model of TF ops takes seconds on a loaded machine) held
-        the PS's lock past its liveness probe. A model's `default_optimizer` and an
-        ElasticDLSpec's `create_optimizer` need their object, so those still build it."""
+        the PS's lock past its liveness probe. A model's `default_optimizer`, an
+        ElasticDLSpec's `create_optimizer` and an optimizer given to the model's constructor
+        need their object, so those still build it."""
+        plan = self.optimizer_plan
+        if plan.keras_class:
+            return keras_optimizer(plan.keras_class, plan.keras_args)
         piece = self._pieces.get("optimizer")
-        if piece is None:
+        if piece is None or plan.to_constructor:
             return self.instantiate().optimizer
         return self._bind_optimizer(piece)
 
     def _bind_optimizer(self, fn: Callable[..., Any]) -> Any:
-        return fn(**bind_params(fn, self.params))
+        return fn(**{**bind_params(fn, self.plain_params), **self.optimizer_plan.piece_args})
+
+    @property
+    def plain_params(self) -> dict[str, Any]:
+        """The params that are no optimizer's arguments, less those the optimizer plan uses."""
+        return {k: v for k, v in self.params.items() if k not in self.optimizer_plan.consumed}
+
+    def _eval_metrics(self, fn: Callable[..., Any] | None) -> Callable[[], EvalMetrics]:
+        if self.eval_metrics_names:
+            from elasticdl.runtime.metrics_by_name import named_metrics
+
+            names = self.eval_metrics_names
+            return lambda: named_metrics(names)
+        return _metrics_adapter(fn, self.plain_params)
 
     def _dataset_fn(self, fn: Callable[..., Any]) -> Callable[[Any, Mode, Any], Any]:
         """`dataset_fn` as (dataset, mode, metadata); an `input_fn(records)` with
@@ -241,7 +311,16 @@ class ModelSpec:
         symbol = self.symbol
         if _is_keras_model(symbol):
             return symbol
-        kwargs = bind_params(_constructor(symbol), self.params)
+        constructor = _constructor(symbol)
+        kwargs = bind_params(constructor, self.plain_params)
+        if self.features is not None:
+            from elasticdl.runtime.feature_args import constructor_arguments
+
+            kwargs.update(constructor_arguments(symbol, accepted_names(constructor), self.features))
+        plan = self.optimizer_plan
+        for param, (name, args) in plan.to_constructor.items():
+            kwargs[param] = keras_optimizer(name, args)
+        kwargs.update(plan.constructor_args)
         try:
             return symbol(**kwargs)
         except Exception as err:  # noqa: BLE001 - the model file's own code: one line
@@ -288,7 +367,10 @@ _MODULE_NAMES = {
     "callbacks": ("callbacks",),
     "prediction_outputs_processor": ("PredictionOutputsProcessor",),
     "custom_data_reader": ("custom_data_reader",),
+    "prepare_prediction_column": ("prepare_prediction_column",),
 }
+BUILTIN_INPUT = "elasticdl.runtime.schema_input.from_schema"
+"""The source recorded for the built-in input function (runtime/schema_input.py)."""
 _DEFAULT_METHODS = {
     "dataset_fn": "default_input",
     "loss": "default_loss",
@@ -351,14 +433,47 @@ def _dataset_adapter(fn: Callable[..., Any]) -> Callable[[Any, Mode, Any], Any]:
 
 
 def _loss_adapter(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
-    """Normalize to `loss(labels, predictions)`; `loss(output, labels)` (doc 000) by name."""
+    """Normalize to `loss(labels, predictions)` returning one value; `loss(output, labels)`
+    (doc 000) by name. A loss per example (SQLFlow's `tf.keras.losses.MSE(labels, output)`)
+    is averaged over the batch, as Keras `compile` does with it."""
     try:
         names = list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         names = []
-    if names[:2] in (["output", "labels"], ["outputs", "labels"], ["predictions", "labels"]):
-        return lambda labels, predictions: fn(predictions, labels)
+    swapped = names[:2] in (["output", "labels"], ["outputs", "labels"], ["predictions", "labels"])
+
+    def loss(labels: Any, predictions: Any) -> Any:
+        value = fn(predictions, labels) if swapped else fn(labels, predictions)
+        rank = getattr(getattr(value, "shape", None), "rank", None)
+        if rank is None and getattr(value, "ndim", 0):
+            rank = value.ndim
+        if rank:
+            import tensorflow as tf
+
+            return tf.reduce_mean(value)
+        return value
+
+    return loss
+
+
+def _prediction_column(fn: Callable[..., Any] | None) -> Callable[[Any], Any] | None:
+    """SQLFlow's `prepare_prediction_column(prediction)` as a one-argument callable (SQLFlow's
+    functional example writes it with a stray `self` first: it is given None there)."""
+    if fn is None:
+        return None
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return fn
+    if names[:1] == ["self"] and len(names) >= 2:
+        return lambda prediction: fn(None, prediction)
     return fn
+
+
+def _builtin_input(features: ResolvedFeatures | None) -> Callable[..., Any]:
+    from elasticdl.runtime.schema_input import for_features
+
+    return for_features(features)
 
 
 def _spec_loss(spec: ElasticDLSpec) -> Callable[[Any, Any], Any]:
@@ -418,8 +533,14 @@ def _forget_conflicting(top: str, zoo_root: Path) -> None:
             del sys.modules[name]
 
 
-def import_zoo_module(zoo_root: Path, module_path: str, what: str) -> ModuleType:
-    """Import `module_path` from the zoo with the zoo root on sys.path."""
+def import_zoo_module(
+    zoo_root: Path, module_path: str, what: str, symbol: str | None = None
+) -> ModuleType:
+    """Import `module_path` from the zoo with the zoo root on sys.path.
+
+    With `symbol`: when `module_path` is a package whose `__init__` fails (SQLFlow's imports
+    models whose dependencies do not install), the package's module that defines `symbol` is
+    loaded instead, the package standing in without running its `__init__`."""
     if not module_path or any(not part.isidentifier() for part in module_path.split(".")):
         raise ModelZooError(f"{what}: {module_path!r} is not a dotted Python module path")
     candidates = _module_candidates(zoo_root, module_path)
@@ -441,10 +562,69 @@ def import_zoo_module(zoo_root: Path, module_path: str, what: str) -> ModuleType
         except ModelZooError:
             raise
         except Exception as err:
+            found = _defining_module(zoo_root, module_path, symbol) if symbol else None
+            if found is not None:
+                log.warning(
+                    "%s: importing package %s failed (%s: %s); loaded %s, which defines %s",
+                    what,
+                    module_path,
+                    type(err).__name__,
+                    err,
+                    found.__name__,
+                    symbol,
+                )
+                return found
             raise ModelZooError(
                 f"{what}: importing {module_path!r} from {zoo_root} failed: "
                 f"{type(err).__name__}: {err}"
             ) from err
+
+
+def _defines(path: Path, name: str) -> bool:
+    """Whether the Python file at `path` defines `name` at its top level."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return False
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if node.name == name:
+                return True
+        elif isinstance(node, ast.Assign):
+            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                return True
+    return False
+
+
+def _defining_module(zoo_root: Path, package: str, symbol: str) -> ModuleType | None:
+    """The module of package `package` that defines `symbol`, imported with the package (and
+    its parents) standing in as plain namespaces: their `__init__` is not run."""
+    import types
+
+    directory = zoo_root.joinpath(*package.split("."))
+    if not (directory / "__init__.py").is_file():
+        return None
+    defining = sorted(
+        p.stem for p in directory.glob("*.py") if p.stem != "__init__" and _defines(p, symbol)
+    )
+    if len(defining) != 1:
+        return None
+    parts = package.split(".")
+    for depth in range(1, len(parts) + 1):
+        name = ".".join(parts[:depth])
+        existing = sys.modules.get(name)
+        if existing is not None and hasattr(existing, "__path__"):
+            continue
+        stand_in = types.ModuleType(name)
+        stand_in.__path__ = [str(zoo_root.joinpath(*parts[:depth]))]
+        stand_in.__package__ = name
+        sys.modules[name] = stand_in
+    try:
+        return importlib.import_module(f"{package}.{defining[0]}")
+    except Exception:  # noqa: BLE001 - the caller reports the package's own import error
+        return None
 
 
 def _split_dotted(dotted: str, what: str) -> tuple[str, str]:
@@ -458,7 +638,12 @@ def _split_dotted(dotted: str, what: str) -> tuple[str, str]:
 
 
 def resolve_symbol(zoo_root: Path, dotted: str, what: str, default_module: ModuleType) -> Any:
-    """Resolve a flag value: `name` in the model_def's module, or `module.path.name`."""
+    """Resolve a flag value: `name` in the model_def's module, or `module.path.name`
+    (`elasticdl.` names in this installation: the built-in input function)."""
+    if dotted == BUILTIN_INPUT:
+        from elasticdl.runtime.schema_input import from_schema
+
+        return from_schema
     if "." not in dotted:
         module = default_module
         name = dotted
@@ -480,12 +665,35 @@ def load_model_spec(
     optimizer: str | None = None,
     eval_metrics_fn: str | None = None,
     zoo: ZooSource | None = None,
+    features: str = "",
+    eval_metrics: str = "",
+    strict: bool = True,
 ) -> ModelSpec:
-    """Resolve `model_def` in the zoo and check that every piece and every param is usable."""
+    """Resolve `model_def` in the zoo and check that every piece and every param is usable.
+
+    `features`: the job's resolved feature columns as JSON (`ResolvedFeatures.to_json`);
+    `eval_metrics`: metric names replacing the model's (`--eval_metrics`); `strict=False`
+    leaves missing pieces for the caller to supply by flag."""
+    from elasticdl.runtime import keras_compat, keras_mode
+    from elasticdl.runtime.premade import PREMADE, premade_model_def
+
     source = zoo or resolve_zoo(model_zoo)
-    module_path, name = _split_dotted(model_def, "--model_def")
-    _refuse_outside_contract(source.root, module_path, model_def)
-    module = import_zoo_module(source.root, module_path, "--model_def")
+    root = source.root
+    if "." not in model_def:
+        builtin = premade_model_def(model_def)
+        if builtin is None:
+            raise ModelZooError(
+                f"--model_def {model_def!r}: expected MODULE.SYMBOL (e.g. regressor.DNN, "
+                f"sqlflow_models.DNNClassifier) or a premade model: {', '.join(PREMADE)}"
+            )
+        root = resolve_zoo(None).root
+        module_path, name = _split_dotted(builtin, "--model_def")
+    else:
+        module_path, name = _split_dotted(model_def, "--model_def")
+    _refuse_outside_contract(root, module_path, model_def)
+    if keras_mode.current() == keras_mode.KERAS2:
+        keras_compat.install()
+    module = import_zoo_module(root, module_path, "--model_def", symbol=name)
     if not hasattr(module, name):
         public = sorted(n for n in vars(module) if not n.startswith("_"))
         raise ModelZooError(
@@ -505,8 +713,10 @@ def load_model_spec(
     pieces: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for role, flag in flags.items():
-        if flag:
-            pieces[role] = resolve_symbol(source.root, flag, f"--{_FLAGS[role]}", module)
+        if flag == BUILTIN_INPUT and role == "dataset_fn":
+            sources[role] = flag  # bound to the job's features when the model is built
+        elif flag:
+            pieces[role] = resolve_symbol(root, flag, f"--{_FLAGS[role]}", module)
             sources[role] = flag
     if style != "spec":
         for role, names in _MODULE_NAMES.items():
@@ -516,22 +726,31 @@ def load_model_spec(
             if own and callable(getattr(symbol, own, None)):
                 sources[role] = f"{model_def}.{own}"
                 continue
-            for candidate in names:
-                if hasattr(module, candidate):
-                    pieces[role] = getattr(module, candidate)
-                    sources[role] = f"{module_path}.{candidate}"
+            for where in _piece_modules(module, symbol):
+                candidate = next((c for c in names if hasattr(where, c)), None)
+                if candidate is not None:
+                    pieces[role] = getattr(where, candidate)
+                    sources[role] = f"{where.__name__}.{candidate}"
                     break
+        if "dataset_fn" not in sources:
+            sources["dataset_fn"] = BUILTIN_INPUT  # SQLFlow's zoo defines no input function
+    plain, groups = split_groups(parsed)
     spec = ModelSpec(
         model_def=model_def,
         zoo=source,
         style=style,
-        params=parsed,
+        params=plain,
         module=module,
         symbol=symbol,
         sources=sources,
         _pieces=pieces,
+        features=ResolvedFeatures.from_json(features) if features else None,
+        eval_metrics_names=eval_metrics,
+        param_groups=groups,
     )
-    _check_pieces(spec)
+    spec.optimizer_plan = _optimizer_plan(spec)
+    if strict:
+        _check_pieces(spec)
     _check_params(spec)
     return spec
 
@@ -550,6 +769,41 @@ def _refuse_outside_contract(zoo_root: Path, module_path: str, model_def: str) -
                     "ElasticDL ran such files with --job_command, which this project does not"
                 )
             return
+
+
+def _piece_modules(module: ModuleType, symbol: Any) -> list[ModuleType]:
+    """Where module-level pieces are looked for: the model_def's module, then the module that
+    defines the symbol when it is another module of the zoo (`sqlflow_models.DNNClassifier` is
+    defined, with its `loss` and `optimizer`, in `sqlflow_models/dnnclassifier.py`)."""
+    found = [module]
+    defining = sys.modules.get(getattr(symbol, "__module__", "") or "")
+    package = module.__name__.split(".")[0]
+    if defining is not None and defining is not module:
+        if defining.__name__.split(".")[0] == package:
+            found.append(defining)
+    return found
+
+
+def _optimizer_plan(spec: ModelSpec) -> OptimizerPlan:
+    """Where optimizer params go (runtime/optimizer_params.py)."""
+    if spec.style == "spec" or not (spec.param_groups or "optimizer" in spec.params):
+        return OptimizerPlan()
+    constructor = None if _is_keras_model(spec.symbol) else _constructor(spec.symbol)
+    accepted = accepted_names(constructor) if constructor is not None else set()
+    defaults = _defaults(constructor) if constructor is not None else {}
+    piece = spec._pieces.get("optimizer")
+    if piece is None and spec.style == "keras_defaults":
+        piece = getattr(spec.symbol, _DEFAULT_METHODS["optimizer"], None)
+    piece_names = accepted_names(piece) if piece is not None else set()
+    return plan_optimizers(accepted, defaults, piece_names, spec.params, spec.param_groups)
+
+
+def _defaults(fn: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
 
 
 def _style_of(symbol: Any, model_def: str) -> str:
@@ -596,4 +850,4 @@ def _piece_callables(spec: ModelSpec) -> dict[str, tuple[Callable[..., Any], tup
 def _check_params(spec: ModelSpec) -> None:
     pieces = _piece_callables(spec).items()
     acceptors = {where: accepted_names(fn, reserved) for where, (fn, reserved) in pieces}
-    check_all_accepted(spec.params, acceptors)
+    check_all_accepted(spec.plain_params, acceptors)

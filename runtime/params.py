@@ -9,6 +9,10 @@ an operator, an attribute of an expression) is rejected with the offending item 
 `bind_params` picks, for one callable, the params its signature names, so each piece of a model
 spec (constructor, optimizer, dataset_fn, ...) gets only what it asks for; `check_all_accepted`
 then reports params that no piece accepts.
+
+An optimizer's arguments may be named `optimizer.<arg>` (or `<x>_optimizer.<arg>`), as SQLFlow's
+WITH clause has them (`optimizer.learning_rate=0.1`): `split_groups` sets them apart, and the
+model-zoo loader gives them to the optimizer they belong to (runtime/optimizer_params.py).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_GROUP_NAME = re.compile(r"^((?:[A-Za-z_][A-Za-z0-9_]*_)?optimizer)\.([A-Za-z_][A-Za-z0-9_]*)$")
 _BARE_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-/:]*$")
 _OPEN = {"[": "]", "(": ")", "{": "}"}
 # Equivalent spellings: a callable naming one receives the value given under the other.
@@ -94,9 +99,10 @@ def parse_params(text: str | None) -> dict[str, Any]:
         name, raw = name.strip(), raw.strip()
         if not sep:
             raise ParamsError(f"--params: item {item!r} is not of the form name=value")
-        if not _NAME.match(name):
+        if not _NAME.match(name) and not _GROUP_NAME.match(name):
             raise ParamsError(
-                f"--params: {name!r} is not a valid parameter name (letters, digits and _)"
+                f"--params: {name!r} is not a valid parameter name (letters, digits and _, "
+                "or optimizer.<name> for an optimizer's argument)"
             )
         if not raw:
             raise ParamsError(f"--params: {name!r} has no value; write {name}=VALUE")
@@ -104,6 +110,20 @@ def parse_params(text: str | None) -> dict[str, Any]:
             raise ParamsError(f"--params: {name!r} is given twice")
         params[name] = _parse_value(name, raw)
     return params
+
+
+def split_groups(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """(plain params, {optimizer param: {argument: value}}) from parsed params:
+    `optimizer.learning_rate=0.1` -> ({}, {"optimizer": {"learning_rate": 0.1}})."""
+    plain: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    for name, value in params.items():
+        match = _GROUP_NAME.match(name)
+        if match:
+            groups.setdefault(match.group(1), {})[match.group(2)] = value
+        else:
+            plain[name] = value
+    return plain, groups
 
 
 def format_params(params: Mapping[str, Any]) -> str:

@@ -20,6 +20,9 @@ from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.runtime.data.metadata import DatasetMetadata
 
 TRAINED_MODEL_FILE = "trained_model.pb"
+LATEST_FILE = "LATEST"
+"""In a versioned model's directory (`--versioned true`, a SQL statement's INTO name): the URL
+of its newest finished run, replaced atomically by each training that publishes."""
 
 
 class TrainedModelError(ValueError):
@@ -33,6 +36,16 @@ class TrainedModelFiles:
     url: str
     trained: pb.TrainedModel
     params: dict[str, np.ndarray]
+
+    @property
+    def feature_inputs(self) -> set[str] | None:
+        """The columns the model's feature columns read (None: it has none recorded, and
+        needs every column it was trained on)."""
+        if not self.trained.feature_columns:
+            return None
+        from elasticdl.runtime.column_spec import ResolvedFeatures
+
+        return set(ResolvedFeatures.from_json(self.trained.feature_columns).inputs)
 
     @property
     def input_metadata(self) -> DatasetMetadata | None:
@@ -59,14 +72,48 @@ def _read(fs: Any, path: str, url: str, what: str) -> bytes:
         raise TrainedModelError(f"--trained_model {url!r}: cannot read {what}: {err}") from err
 
 
+def resolve_model_url(url: str, storage_options: dict[str, Any] | None = None) -> str:
+    """The model directory `url` means: itself, or the run its LATEST names (a versioned
+    model). A job resolves it once, so all its processes read the same run."""
+    if not url:
+        raise TrainedModelError("--trained_model is required: the output of a training job")
+    fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    try:
+        text = fs.cat_file(f"{root.rstrip('/')}/{LATEST_FILE}").decode("utf-8").strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return url
+    except OSError as err:
+        raise TrainedModelError(
+            f"--trained_model {url!r}: cannot read {LATEST_FILE}: {err}"
+        ) from None
+    if not text:
+        raise TrainedModelError(
+            f"--trained_model {url!r}: its {LATEST_FILE} is empty; it should name a finished run"
+        )
+    return text
+
+
+def read_trained_message(url: str) -> pb.TrainedModel:
+    """The TrainedModel message of `url` (following LATEST) without its parameters."""
+    url = resolve_model_url(url)
+    fs, root = fsspec.core.url_to_fs(url)
+    raw = _read(fs, f"{root.rstrip('/')}/{TRAINED_MODEL_FILE}", url, TRAINED_MODEL_FILE)
+    try:
+        return pb.TrainedModel.FromString(raw)
+    except DecodeError as err:
+        raise TrainedModelError(
+            f"--trained_model {url!r}: {TRAINED_MODEL_FILE} is corrupt ({err})"
+        ) from None
+
+
 def read_trained_model(
     url: str, storage_options: dict[str, Any] | None = None
 ) -> TrainedModelFiles:
-    """Read the TrainedModel and its parameters; TrainedModelError says what is wrong."""
+    """Read the TrainedModel and its parameters (following LATEST); TrainedModelError says
+    what is wrong."""
     from elasticdl.runtime.master.export import load_params
 
-    if not url:
-        raise TrainedModelError("--trained_model is required: the output of a training job")
+    url = resolve_model_url(url, storage_options)
     fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
     root = root.rstrip("/")
     if not fs.exists(root):

@@ -47,6 +47,9 @@ for requirement in project["dependencies"] + project["optional-dependencies"]["d
     print(re.sub(r"^tensorflow(?=[=<>~!\[ ]|$)", "tensorflow-cpu", requirement))
 PY
   .venv/bin/python -m pip install --quiet -r .venv/requirements-dev.txt
+  # The project installed as `elasticdl` before it took the name elasticdl-argo (and PyPI's
+  # `elasticdl` is ElasticDL 0.2): neither may stay beside it.
+  .venv/bin/python -m pip uninstall --quiet --yes elasticdl 2>/dev/null || true
   .venv/bin/python -m pip install --quiet --no-deps -e .
   # Keras 2 model files (the keras2 extra) without tf_keras's `tensorflow` requirement:
   # tensorflow-cpu provides it.

@@ -8,4 +8,5 @@ echo "== ruff"
 ruff check .
 ruff format --check .
 echo "== pytest"
-python -P -m pytest -q -p no:cacheprovider "$@"
+# The slowest tests are listed at the end: where the 30-minute budget goes.
+python -P -m pytest -q -p no:cacheprovider --durations=30 "$@"

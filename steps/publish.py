@@ -2,7 +2,8 @@
 
     python -m elasticdl.steps.publish record --model URL [--image IMAGE] [--summary_file PATH]
     python -m elasticdl.steps.publish latest --output URL --model URL
-    python -m elasticdl.steps.publish image --trained_model URL [--image IMAGE] --image_file PATH
+    python -m elasticdl.steps.publish image [--image IMAGE] [--repository REPO --tag TAG]
+        [--trained_model URL] --image_file PATH
 
 * `record` (step `publish`): writes the job image (a pullable `repository@sha256:...`) into the
   TrainedModel's `docker_commit_id`, rewriting `trained_model.pb` atomically (a rename on a local
@@ -10,8 +11,11 @@
   keep as an output parameter and artifact. Running it again is harmless.
 * `latest` (step `update-latest`): points `OUTPUT/LATEST` at a finished model (the file holds
   its URL), only after checking the model is complete. Written atomically, like `record`.
-* `image` (step `resolve-image` of the predict pipeline): the image to predict in, `--image` or
-  the TrainedModel's `docker_commit_id`, written to a file Argo reads as an output parameter.
+* `image` (step `resolve-image`): the image a job runs in, written to a file Argo reads as an
+  output parameter: `--image`; else, in the train pipeline, the image its build step pushes
+  (`--repository`:`--tag`); else, in the predict pipeline, the TrainedModel's
+  `docker_commit_id`. The step always runs, so later steps never read an output of the build
+  step, which is skipped when --image is given.
 
 Exit status 2 with one line on stderr for bad input (a missing or incomplete model...).
 """
@@ -29,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger("elasticdl.steps.publish")
+from elasticdl.runtime.trained_model import LATEST_FILE
 
-LATEST_FILE = "LATEST"
+log = logging.getLogger("elasticdl.steps.publish")
 
 
 @dataclass
@@ -161,10 +165,25 @@ def update_latest(output: str, model: str) -> PublishResult:
     return PublishResult(_absolute(model), trained.docker_commit_id, summary(model, trained))
 
 
-def resolve_image(trained_model: str, image: str = "", image_file: str = "") -> str:
-    """`image`, else the TrainedModel's docker_commit_id; written to `image_file` if given."""
+def resolve_image(
+    trained_model: str = "",
+    image: str = "",
+    image_file: str = "",
+    repository: str = "",
+    tag: str = "",
+) -> str:
+    """`image`, else `repository:tag`, else the TrainedModel's docker_commit_id; written to
+    `image_file` if given. ValueError (one line) when none of them is given."""
+    if not image and repository:
+        if not tag:
+            raise ValueError("--repository needs --tag: the image is REPOSITORY:TAG")
+        image = f"{repository}:{tag}"
+    if not image and not trained_model:
+        raise ValueError("give --image, --repository with --tag, or --trained_model")
     if not image:
-        trained = _read_pb(trained_model)
+        from elasticdl.runtime.trained_model import resolve_model_url
+
+        trained = _read_pb(resolve_model_url(trained_model))
         image = trained.docker_commit_id
         if not image:
             raise ValueError(
@@ -186,9 +205,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     latest = sub.add_parser("latest", help="point OUTPUT/LATEST at a finished model")
     latest.add_argument("--output", required=True, help="the directory holding LATEST")
     latest.add_argument("--model", required=True, help="the finished model (URL)")
-    image = sub.add_parser("image", help="the image a TrainedModel runs in")
-    image.add_argument("--trained_model", required=True, help="the model directory (URL)")
-    image.add_argument("--image", default="", help="use this image instead")
+    image = sub.add_parser("image", help="the image a job runs in")
+    image.add_argument("--image", default="", help="this image, when given")
+    image.add_argument("--repository", default="", help="else REPOSITORY:TAG (a build's)")
+    image.add_argument("--tag", default="", help="the tag of --repository's image")
+    image.add_argument("--trained_model", default="", help="else the image this model records")
     image.add_argument("--image_file", default="", help="write the image reference here")
 
 
@@ -197,7 +218,7 @@ def run_from_args(args: argparse.Namespace) -> Any:
         return run(args.model, args.image, args.summary_file)
     if args.action == "latest":
         return update_latest(args.output, args.model)
-    return resolve_image(args.trained_model, args.image, args.image_file)
+    return resolve_image(args.trained_model, args.image, args.image_file, args.repository, args.tag)
 
 
 def _finish(args: argparse.Namespace, result: Any) -> int:

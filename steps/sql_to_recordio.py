@@ -2,9 +2,14 @@
 
     python -m elasticdl.steps.sql_to_recordio --db URL --sql "SELECT ..." --output URL \\
         [--records_per_file N] [--label COL] [--label_last true] [--on_null error|skip|fill:VALUE]
+        [--write_table T --write_column C [--write_key K] [--trained_model M]]
 
-The same flags as `elasticdl data convert`; `run(...)` is what the local engine calls. Exit
-status 2 with one line on stderr for bad input (the URL's password never appears).
+The same flags as `elasticdl data convert`; `run(...)` is what the local engine calls. With
+`--write_table` (a PREDICT into a table) the write is planned first, against the database as it
+is, and refused before anything is converted when it would replace what PREDICT did not create
+(runtime/sql/predict_writer.py); the label the model `--trained_model` was trained on is left
+out of the rows, and the plan is kept beside them for the write-back step. Exit status 2 with
+one line on stderr for bad input (the URL's password never appears).
 """
 
 from __future__ import annotations
@@ -43,7 +48,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="true: without --label, the last selected column is the label",
     )
     parser.add_argument(
-        "--on_null", default="error", help="error (default), skip, or fill:VALUE (e.g. fill:0)"
+        "--on_null",
+        default="error",
+        type=lambda text: text or "error",
+        help="error (default), skip, or fill:VALUE (e.g. fill:0)",
+    )
+    parser.add_argument("--write_table", default="", help="PREDICT: the table written later")
+    parser.add_argument("--write_column", default="", help="PREDICT: its prediction column")
+    parser.add_argument("--write_key", default="", help="PREDICT: fill that table by this key")
+    parser.add_argument(
+        "--trained_model", default="", help="PREDICT: the model (its label is left out)"
     )
 
 
@@ -55,20 +69,54 @@ def run(
     label: str | None = None,
     on_null: str = "error",
     label_last: bool = False,
+    write_to: tuple[str, str, str] | None = None,
+    trained_model: str = "",
 ) -> ConversionResult:
-    """Convert; raise ConversionError (a ValueError) with one clear message on bad input."""
-    return convert(
+    """Convert; raise ConversionError (a ValueError) with one clear message on bad input.
+    `write_to`: (table, column, key) of a PREDICT into a table (module docstring)."""
+    from elasticdl.runtime.sql.convert import check_database
+
+    check_database(db)
+    if write_to is None:
+        return convert(
+            db,
+            sql,
+            output,
+            records_per_file=records_per_file,
+            label=label,
+            on_null=on_null,
+            label_last=label_last,
+        )
+    from elasticdl.runtime.sql.predict_writer import plan_prediction, save_plan
+
+    table, column, key = write_to
+    plan = plan_prediction(db, sql, table, column, key or None, _trained_label(trained_model))
+    result = convert(
         db,
-        sql,
+        plan.select,
         output,
         records_per_file=records_per_file,
-        label=label,
         on_null=on_null,
-        label_last=label_last,
+        carry=plan.carry,
+        drop=plan.drop,
     )
+    save_plan(output, plan)
+    return result
+
+
+def _trained_label(trained_model: str) -> str | None:
+    """The label column the model was trained on, when it records one."""
+    if not trained_model:
+        return None
+    from elasticdl.runtime.trained_model import read_trained_message
+
+    return read_trained_message(trained_model).label_column or None
 
 
 def run_from_args(args: argparse.Namespace) -> ConversionResult:
+    write_to = None
+    if args.write_table:
+        write_to = (args.write_table, args.write_column or "prediction", args.write_key)
     return run(
         database_url(args.db, args.db_secret, os.environ),
         args.sql,
@@ -77,6 +125,8 @@ def run_from_args(args: argparse.Namespace) -> ConversionResult:
         args.label,
         args.on_null,
         label_last=args.label_last == "true",
+        write_to=write_to,
+        trained_model=args.trained_model,
     )
 
 

@@ -1,6 +1,7 @@
 """Every benchmark in bench/ still starts: `--help` answers and offers `--quick` (a change to a
 shared helper such as train_overhead.Case once broke bench/embedding.py unnoticed); the timed
-job most of them build on runs a real job, and scaling's steady window says when it is empty."""
+job most of them build on runs a real job, scaling's steady window says when it is empty, and
+master_scale's quick path runs at a tiny size."""
 
 from __future__ import annotations
 
@@ -114,3 +115,43 @@ def test_scaling_gives_no_steady_rate_for_a_window_too_short_to_hold_one():
     timeline.append((3.0, 2048, 5, 0))
     rate, window = scaling.steady_all_workers(timeline)
     assert window == pytest.approx(2.0) and rate == pytest.approx((2048 - 512) / 2.0)
+
+
+def test_master_scale_quick_path_runs_a_tiny_simulated_job_and_pods():
+    """bench/master_scale.py's quick path at a tiny size: a real master, 40 simulated workers
+    (4 of them lost mid-run and replaced), every record applied exactly once, `elasticdl
+    status` answering, and 12 pods created and replaced on the fake API server."""
+    run = subprocess.run(  # noqa: S603
+        [
+            sys.executable,
+            "-P",
+            str(BENCH / "master_scale.py"),
+            "--quick",
+            "--workers",
+            "40",
+            "--hosts",
+            "1",
+            "--pods",
+            "12",
+            "--task-seconds",
+            "1",
+            "--baseline",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    results = {
+        line.split()[1]: float(line.split()[2])
+        for line in run.stdout.splitlines()
+        if line.startswith("RESULT ")
+    }
+    assert results["scale_workers"] == 40
+    assert results["scale_records_exact"] == 1, run.stdout[-3000:]
+    assert 0 < results["scale_status_ms"] < 10_000
+    assert results["scale_master_cpu_cores"] > 0 and results["scale_report_mb"] > 0
+    assert math.isfinite(results["scale_master_p99_ms"])
+    assert 0 < results["scale_pods_running_s"] < 300

@@ -177,3 +177,21 @@ def test_data_convert_from_sqlite(tmp_path):
         timeout=120,
     )
     assert step.returncode == 2 and "expected error, skip or fill:VALUE" in step.stderr
+
+
+@pytest.mark.parametrize(
+    ("status", "events", "code"),
+    [
+        ("stopped", [{"kind": "job_stopped", "signal": "SIGINT"}], 130),
+        ("stopped", [{"kind": "job_stopped", "signal": "SIGTERM"}], 143),
+        ("stopped", [], 1),
+        ("failed", [{"kind": "job_stopped", "signal": "SIGINT"}], 1),
+    ],
+)
+def test_a_stopped_job_exits_128_plus_its_signal(status, events, code):
+    from types import SimpleNamespace
+
+    from elasticdl.cli import failed_status
+
+    result = SimpleNamespace(status=status, report={"events": events})
+    assert failed_status(result) == code

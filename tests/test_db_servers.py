@@ -156,6 +156,20 @@ def test_server_starts_unprivileged_on_loopback_with_a_password_and_cleans_up(ki
         socket.create_connection(("127.0.0.1", db.port), timeout=5).close()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the servers run as this user unless it is root")
+@pytest.mark.parametrize("kind", SERVER_KINDS)
+def test_a_server_starts_when_the_suites_tmpdir_is_private_to_root(kind, tmp_path, monkeypatch):
+    """The unprivileged server user cannot write a root-only 0700 TMPDIR: the servers get
+    their own tmp/ in their directory (mariadb-install-db failed at once without it)."""
+    private = tmp_path / "root-only"
+    private.mkdir(mode=0o700)
+    monkeypatch.setenv("TMPDIR", str(private))
+    with database_server(kind) as server:
+        assert oct(private.stat().st_mode & 0o777) == "0o700"
+        assert _roundtrip(server.database) == [(1, "ann"), (2, TEXT)]
+        assert list(private.iterdir()) == []
+
+
 def test_fresh_database_per_test(database):
     engine = database.engine()
     try:

@@ -1,6 +1,7 @@
 """Packaging: the wheel holds every package, and a plain install (no extras) runs every command.
 
-`pip install elasticdl` installs the declared dependencies and what they require, nothing more.
+Installing the project (`pip install .`, or its wheel) installs the declared dependencies and
+what they require, nothing more.
 The wheel test emulates exactly that without downloading anything: it installs the built wheel
 into a fresh virtual environment with `--no-deps`, puts this environment's packages on its path
 and blocks the import of every package outside the closure of the declared dependencies (the
@@ -29,6 +30,7 @@ from elasticdl.zoo_commands import build_context_archive
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+NAME = PYPROJECT["project"]["name"]
 DATA_PACKAGES = {"elasticdl.workflows.schemas"}
 """Folders without __init__.py that ship package data (listed, so setuptools does not warn)."""
 SOURCE_FOLDERS = (
@@ -60,6 +62,46 @@ def test_every_package_folder_is_listed_in_pyproject():
                 continue
             found.add(".".join((name, *relative)))
     assert found == listed, "add/remove these in [tool.setuptools] packages of pyproject.toml"
+
+
+def test_the_distribution_has_a_name_of_its_own_and_says_when_elasticdl_02_is_beside_it(
+    tmp_path,
+):
+    """PyPI's `elasticdl` is ElasticDL 0.2, with the same import package: this project installs
+    as `elasticdl-argo`, and the command line says in one line when ElasticDL 0.2's
+    distributions (found by their metadata) share its environment."""
+    from elasticdl.runtime.distribution import DISTRIBUTION, conflicts
+
+    assert NAME == DISTRIBUTION and md.version(DISTRIBUTION) == PYPROJECT["project"]["version"]
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    _dist_info(ours, "elasticdl", "0.3.0.dev0")  # this project under its former name
+    assert conflicts([str(tmp_path / "empty"), str(ours)]) == []
+    _dist_info(theirs, "elasticdl", "0.2.0rc3")
+    _dist_info(theirs, "elasticdl_client", "1.0.0")
+    assert conflicts([str(theirs)]) == ["elasticdl 0.2.0rc3", "elasticdl-client 1.0.0"]
+    done = subprocess.run(
+        [sys.executable, "-P", "-m", "elasticdl", "--version"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(theirs)},
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.startswith("elasticdl ")
+    (line,) = done.stderr.splitlines()
+    assert line == (
+        "elasticdl: warning: ElasticDL 0.2 is installed in this environment too (elasticdl "
+        "0.2.0rc3, elasticdl-client 1.0.0): it uses the same import package 'elasticdl' and "
+        "command, so the two overwrite each other's files; run `pip uninstall elasticdl "
+        "elasticdl-client` and then reinstall elasticdl-argo with `pip install "
+        "--force-reinstall --no-deps` from its wheel or repository"
+    )
+
+
+def _dist_info(site: Path, name: str, version: str) -> None:
+    """What pip records of an installed distribution: its METADATA, which names it."""
+    folder = site / f"{name}-{version}.dist-info"
+    folder.mkdir(parents=True)
+    (folder / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
 
 
 def test_proto_folder_is_a_regular_package_and_generated_code_is_present():
@@ -165,7 +207,7 @@ def test_every_third_party_import_is_a_declared_dependency():
 
 # -- the wheel, installed without extras -------------------------------------------------------
 
-_BLOCKER = '''"""From tests/test_packaging.py: what `pip install elasticdl` would not install."""
+_BLOCKER = '''"""From tests/test_packaging.py: what installing the project would not install."""
 import importlib.abc
 import sys
 
@@ -201,7 +243,7 @@ def plain_install(tmp_path_factory) -> Path:
     )
     assert build.returncode == 0, build.stderr[-3000:]
     assert "Warning" not in build.stderr, build.stderr[-3000:]  # setuptools' deprecations
-    (wheel,) = (base / "dist").glob("elasticdl-*.whl")
+    (wheel,) = (base / "dist").glob(f"{NAME.replace('-', '_')}-*.whl")
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
@@ -224,7 +266,7 @@ def plain_install(tmp_path_factory) -> Path:
     locations = {str(Path(str(d.locate_file(""))).resolve()) for d in closure.values()}
     blocked = set()
     for dist in md.distributions():
-        if _name(dist.metadata["Name"]) in closure or _name(dist.metadata["Name"]) == "elasticdl":
+        if _name(dist.metadata["Name"]) in closure or _name(dist.metadata["Name"]) == NAME:
             continue
         blocked |= top_level_modules(dist) - allowed
     blocked -= set(sys.stdlib_module_names) | {"_distutils_hack"}

@@ -575,7 +575,9 @@ def test_runtime_dockerfile_static_checks():
     assert install_words[4:] == ['".${ELASTICDL_EXTRAS}"']  # the project, [gpu] for GPU images
     assert ("ARG", "ELASTICDL_EXTRAS=") in build
     assert not any("[dev]" in w or w.startswith("-e") for w in install_words)
-    assert "pip freeze --exclude elasticdl > /opt/elasticdl/constraints.txt" in installs[0]
+    # The constraints pin everything but the project itself (its distribution's name).
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]
+    assert f"pip freeze --exclude {project} > /opt/elasticdl/constraints.txt" in installs[0]
     assert zc.RUNTIME_CONSTRAINTS == "/opt/elasticdl/constraints.txt"
 
     users = [args for keyword, args in final if keyword == "USER"]

@@ -14,17 +14,21 @@ How values reach a container. A parameter appears in argv only as ``{{workflow.p
 choice as an expression tag over ``workflow.parameters`` (``{{=... ? ... : ...}}``): a value
 is text Argo inserts, never expression source, and since values may not contain ``{{``
 (`values.check_user_value`) Argo's second substitution pass finds nothing in them. A value
-that needs an earlier step's output (the job image kaniko pushed) is computed from the
-template's own inputs: the DAG task passes
-``{{tasks.build-image.outputs.parameters.image}}`` and ``{{workflow.parameters.image}}`` as
-inputs and the template chooses between them; a skipped step's output is then an unused input
-(Argo 3.7 leaves the reference as text; 4.x resolves it to "") rather than an error.
+that needs an earlier step's output (the job image `resolve-image` names) is computed from the
+template's own inputs: the DAG task passes ``{{tasks.resolve-image.outputs.parameters.image}}``
+as an input. Only outputs of steps that always run are passed on (`Pipeline.validate`; `lint`
+checks rendered YAML for it): Argo 4 has hung on a reference to an output of a skipped task.
 
 Robustness: every pod step retries infrastructure failures (see `retry`); the job step and the
 workflow have ``activeDeadlineSeconds``; ``podGC: OnPodSuccess`` keeps failed pods for
 debugging; ``ttlStrategy`` deletes finished workflows; an optional semaphore caps concurrent
 jobs; ``onExit`` deletes the job's leftover pods, Services and ConfigMap by the label the master
 gave them (`cleanup`). Argv lists everywhere: no ``sh -c``.
+
+A fresh namespace: no ``serviceAccountName`` unless one is given (``render install`` makes
+`INSTALL_SERVICE_ACCOUNT` and its templates name it), output artifacts only when asked for (they
+need an artifact repository), and every step that runs this project's code in a pod that passes
+Pod Security "restricted" (`_restricted`); the workflow's description says all of it.
 
 The elastic job's step (`Step.long_running`) gets the downward-API variables ``MY_POD_NAME``,
 ``MY_POD_UID``, ``MY_POD_IP`` and ``MY_POD_NAMESPACE``: with ``--instance_manager kubernetes``
@@ -57,6 +61,13 @@ from hera.workflows import (
 )
 from hera.workflows import models as m
 
+from elasticdl.runtime.k8s.manifests import (
+    TMP_DIR,
+    TMP_ENV,
+    TMP_VOLUME,
+    container_security_context,
+    pod_security_context,
+)
 from elasticdl.workflows.pipeline import Pipeline
 from elasticdl.workflows.retry import retry_strategy
 from elasticdl.workflows.steps import Engine, Step
@@ -79,6 +90,8 @@ QUANTITY = re.compile(
 )
 """A Kubernetes resource quantity (the pattern of the CRD's resources.requests)."""
 LABELS = {"app.kubernetes.io/name": "elasticdl", "app.kubernetes.io/managed-by": "elasticdl"}
+INSTALL_SERVICE_ACCOUNT = "elasticdl"
+"""The ServiceAccount `render install` creates (with its Role) and its templates run as."""
 DESCRIPTION_ANNOTATION = "workflows.argoproj.io/description"
 ENTRYPOINT = "main"
 
@@ -99,7 +112,9 @@ class ArgoOptions:
 
     argo_version: str = "4"
     namespace: str | None = None
-    service_account: str = "elasticdl"
+    service_account: str | None = None
+    """The pods' ServiceAccount; None: the namespace's default (`render install` makes one,
+    INSTALL_SERVICE_ACCOUNT, and its templates name it)."""
     deadline_seconds: int = 7 * 24 * 3600
     """activeDeadlineSeconds of the whole workflow."""
     job_deadline_seconds: int = 3 * 24 * 3600
@@ -111,9 +126,10 @@ class ArgoOptions:
     ttl_after_failure_seconds: int = 7 * 24 * 3600
     semaphore: tuple[str, str] | None = None
     """(ConfigMap name, key) of a semaphore capping concurrent workflows; None: no cap."""
-    output_artifact: bool = True
-    """Also publish small outputs (the model summary) as Argo artifacts (needs the cluster's
-    artifact repository); they are output parameters in any case."""
+    output_artifact: bool = False
+    """Also publish small outputs (the model summary) as Argo artifacts: that needs an artifact
+    repository configured in Argo (without one the step fails: "You need to configure artifact
+    storage"); they are output parameters in any case."""
 
     def __post_init__(self) -> None:
         if self.argo_version not in ARGO_VERSIONS:
@@ -125,14 +141,15 @@ class ArgoOptions:
                 raise ValueError(f"--{name} must be > 0, got {getattr(self, name)}")
         if self.namespace is not None:
             _check_name("namespace", self.namespace, _DNS_LABEL, 63, "a namespace", "'-'")
-        _check_name(
-            "service_account",
-            self.service_account,
-            _DNS_SUBDOMAIN,
-            253,
-            "a ServiceAccount",
-            "'-' and '.'",
-        )
+        if self.service_account is not None:
+            _check_name(
+                "service_account",
+                self.service_account,
+                _DNS_SUBDOMAIN,
+                253,
+                "a ServiceAccount",
+                "'-' and '.'",
+            )
         if self.retry_limit < 0:
             raise ValueError(f"--retry_limit must be >= 0, got {self.retry_limit}")
         for name, example in (("master_cpu", "500m or 2"), ("master_memory", "512Mi or 4Gi")):
@@ -210,7 +227,10 @@ def _container(step: Step, opts: ArgoOptions) -> Container:
                 items=[m.KeyToPath(key=k, path=p) for k, p in mount.items] or None,
             )
         )
-    if step.outputs and step.module is None:
+    restricted = _restricted(step)
+    if restricted:
+        volumes.append(EmptyDirVolume(name=TMP_VOLUME, mount_path=TMP_DIR))
+    elif step.outputs:
         # Images like kaniko's have no /tmp: give the output files a directory.
         volumes.append(EmptyDirVolume(name="outputs", mount_path=ARGO_OUTPUT_DIR))
     outputs: list = [
@@ -233,6 +253,7 @@ def _container(step: Step, opts: ArgoOptions) -> Container:
         command=list(step.argv_command),
         args=[names.tag(arg) for arg in step.argv_args(Engine.ARGO)],
         env=[Env(name=k, value=v) for k, v in step.env]
+        + ([Env(name=k, value=v) for k, v in TMP_ENV.items()] if restricted else [])
         + (_POD_IDENTITY if step.long_running else [])
         + [_secret_env(variable.env, variable.param) for variable in step.secret_env],
         inputs=[Parameter(name=n) for n in names.inputs] or None,
@@ -243,9 +264,68 @@ def _container(step: Step, opts: ArgoOptions) -> Container:
             if step.long_running
             else None
         ),
-        active_deadline_seconds=opts.job_deadline_seconds if step.long_running else None,
+        # IntOrString, as a string: see retry.retry_strategy.
+        active_deadline_seconds=str(opts.job_deadline_seconds) if step.long_running else None,
         retry_strategy=retry_strategy(step.retry, opts.retry_limit),
+        security_context=(
+            m.SecurityContext.model_validate(container_security_context()) if restricted else None
+        ),
+        pod_security_context=(
+            m.PodSecurityContext.model_validate(pod_security_context()) if restricted else None
+        ),
     )
+
+
+def _restricted(step: Step) -> bool:
+    """Whether the step's pod runs under Pod Security "restricted" (runtime/k8s/manifests.py):
+    every step that runs this project's code (`module`) does. A step with a command of its own
+    runs as its image needs: kaniko runs as root, since it unpacks images into its own root
+    filesystem (`_NEEDS_ROOT` says so in the workflow's description)."""
+    return step.module is not None
+
+
+_NEEDS_ROOT = (
+    "Step {steps} runs as root (kaniko unpacks the image into its own filesystem), which Pod "
+    "Security 'restricted' refuses: in such a namespace give a prebuilt image (parameter "
+    "image); every other step runs as non-root with a read-only root filesystem."
+)
+
+
+def _description(pipeline: Pipeline, opts: ArgoOptions) -> str:
+    """The workflow's description (the Argo UI shows it): what it does, which ServiceAccount
+    it runs as, whether it needs an artifact repository, which step needs root."""
+    parts = [pipeline.description + "."]
+    account = opts.service_account
+    if account == INSTALL_SERVICE_ACCOUNT:
+        parts.append(
+            f"Runs as ServiceAccount {account}, which `elasticdl render install` creates with "
+            "the Role its pods need."
+        )
+    elif account:
+        parts.append(f"Runs as ServiceAccount {account}, given when it was rendered.")
+    else:
+        parts.append(
+            "Runs as the namespace's default ServiceAccount, which needs Argo's executor "
+            "permissions and, with instance_manager kubernetes, the right to create pods: "
+            "`elasticdl render install` creates a ServiceAccount with both "
+            f"({INSTALL_SERVICE_ACCOUNT}; render with --service_account "
+            f"{INSTALL_SERVICE_ACCOUNT})."
+        )
+    artifacts = [o.name for s in pipeline.all_steps() for o in s.outputs if o.artifact]
+    if artifacts and opts.output_artifact:
+        parts.append(
+            f"Output {', '.join(artifacts)} is also an artifact: that needs an artifact "
+            "repository configured in Argo."
+        )
+    elif artifacts:
+        parts.append(
+            f"Output {', '.join(artifacts)} is an output parameter; no artifact repository is "
+            "needed (render with --output_artifact to keep it as an artifact too)."
+        )
+    root = [s.name for s in pipeline.all_steps() if s.runs_on(Engine.ARGO) and not _restricted(s)]
+    if root:
+        parts.append(_NEEDS_ROOT.format(steps=", ".join(root)))
+    return " ".join(parts)
 
 
 _NO_SECRET = "elasticdl-no-db-secret"
@@ -308,6 +388,7 @@ def arguments(
     if refusal:
         raise ValueError(refusal)
     result = []
+    names = {p.name for p in pipeline.params}
     for param in pipeline.params_on(Engine.ARGO):
         if only_given and param.name not in values:
             continue
@@ -315,11 +396,20 @@ def arguments(
         if param.name in values:
             kwargs["value"] = values[param.name]
         if for_ui:
-            kwargs["description"] = param.description
+            kwargs["description"] = for_form(param.description, names)
             if param.enum:
                 kwargs["enum"] = list(param.enum)
         result.append(Parameter(**kwargs))
     return result
+
+
+_FLAG = re.compile(r"--([a-z][a-z0-9_]*)")
+
+
+def for_form(description: str, names: set[str]) -> str:
+    """A parameter's description as the Argo UI's form shows it: the job options' texts name
+    other parameters as command-line flags (`--db`), the form by name (`"db"`)."""
+    return _FLAG.sub(lambda f: f'"{f[1]}"' if f[1] in names else f[0], description)
 
 
 def _spec(pipeline: Pipeline, opts: ArgoOptions) -> dict:
@@ -346,7 +436,7 @@ def _spec(pipeline: Pipeline, opts: ArgoOptions) -> dict:
         "synchronization": synchronization,
         "namespace": opts.namespace,
         "labels": {**LABELS, "app.kubernetes.io/component": f"{pipeline.name}-pipeline"},
-        "annotations": {DESCRIPTION_ANNOTATION: pipeline.description},
+        "annotations": {DESCRIPTION_ANNOTATION: _description(pipeline, opts)},
     }
 
 

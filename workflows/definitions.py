@@ -2,17 +2,31 @@
 
 Train::
 
-    build-image (kaniko; skipped when --image is given; Argo only)
+    resolve-image (the job image: --image, or IMAGE_REPOSITORY:<run name>; Argo only)
+        -> build-image (kaniko pushes that image; only when --image is empty; Argo only)
     sql-to-recordio (only with --sql)
+    sql-to-recordio-validation (only with --validation_sql)
         -> train (the elastic master, in the job image)
             -> publish (records the image in the TrainedModel, writes a summary artifact)
                 -> update-latest (only with --versioned true: OUTPUT/LATEST -> this run)
 
 Predict::
 
-    sql-to-recordio (only with --sql)    resolve-image (the TrainedModel's image; Argo only)
+    sql-to-recordio (only with --sql; with --output_table it plans the write first)
+    resolve-image (the TrainedModel's image; Argo only)
         -> predict (in that image)
             -> write-back (only with --output_table: the predictions into a SQL table)
+
+Evaluate (SQLFlow's `TO EVALUATE ... INTO table`)::
+
+    sql-to-recordio (only with --sql)    resolve-image (Argo only)
+        -> evaluate (in that image; writes the metrics as an output)
+            -> write-metrics (only with --output_table: one row of metrics into a table)
+
+A SQL statement is one of these pipelines with its values (workflows/statements.py).
+
+No step reads an output of a step that may be skipped (Argo 4 has hung on that): the job image
+comes from `resolve-image`, which always runs, in every pipeline.
 
 Both end (on Argo, whatever happened) with `cleanup` (`steps/cleanup.py`), which deletes
 the job's leftover pods, Services and ConfigMap by the `elasticdl-job-name` label the master
@@ -51,8 +65,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from elasticdl import __version__
 from elasticdl.runtime import job_options
+from elasticdl.runtime.distribution import default_image
 from elasticdl.runtime.k8s import manifests
 from elasticdl.runtime.k8s.manifests import TLS_MOUNT
 from elasticdl.runtime.k8s.options import KUBERNETES, KubernetesOptions
@@ -89,7 +103,7 @@ JOB_LABEL = manifests.LABEL_JOB
 `manifests.name_prefix(job name)` (the job name is the workflow's name on Argo). Never a
 `workflows.argoproj.io/*` label: Argo would adopt the pods."""
 
-DEFAULT_ELASTICDL_IMAGE = f"elasticdl/elasticdl:{__version__}"
+DEFAULT_ELASTICDL_IMAGE = default_image()
 DEFAULT_KANIKO_IMAGE = "gcr.io/kaniko-project/executor:v1.23.2"
 BOOL = ("false", "true")
 
@@ -139,6 +153,7 @@ def _job_step(
     table: tuple[job_options.Option, ...],
     argo_args: tuple[Value, ...],
     after: tuple[str, ...],
+    outputs: tuple[StepOutput, ...] = (),
 ) -> Step:
     """The elastic job's master (`python -m elasticdl.steps.<name>`): `args` on both engines
     (then any other option of `table` the step takes on both: `--x=<parameter x>`), plus the
@@ -160,9 +175,28 @@ def _job_step(
         argo_args=argo_args,
         local_args=_passed(*local),
         after=after,
+        outputs=outputs,
         long_running=True,
         # With --tls the master reads the TLS Secret here (optional: absent, --tls says so).
         secrets=(SecretMount("tls", Param("tls_secret"), TLS_MOUNT),),
+    )
+
+
+def _check_null_policy(text: str) -> None:
+    from elasticdl.runtime.sql.attributes import null_policy_problem
+
+    problem = null_policy_problem(text)
+    if problem:
+        raise ValueError(f"--on_null: {problem}")
+
+
+def _on_null() -> PipelineParam:
+    return PipelineParam(
+        "on_null",
+        "NULL values in the selected rows: error (stop and say where), skip (leave the row out) "
+        "or fill:VALUE (e.g. fill:0)",
+        default="error",
+        validate=_check_null_policy,
     )
 
 
@@ -277,12 +311,13 @@ _DB_PASSWORD = {
 and the flag that tells it to use it (runtime/sql/credentials.py)."""
 
 
-def _runtime(name: str, description: str, args: tuple, **kwargs) -> Step:
+def _runtime(name: str, description: str, args: tuple, *, module: str = "", **kwargs) -> Step:
+    """A step of the ElasticDL image; its program is elasticdl.steps.<module or name>."""
     return Step(
         name=name,
         description=description,
         image=Param("elasticdl_image"),
-        module=f"elasticdl.steps.{name.replace('-', '_')}",
+        module=f"elasticdl.steps.{(module or name).replace('-', '_')}",
         args=args,
         **kwargs,
     )
@@ -294,12 +329,20 @@ def train_pipeline() -> Pipeline:
         Is("versioned", "true"), Join(Param("output"), Lit("/runs/"), RunName()), Param("output")
     )
     converted = Join(Param("work_dir"), Lit("/"), RunName(), Lit("/train-data"))
-    job_image = Choice(IsSet("image"), Param("image"), TaskOutput("build-image", "image"))
+    validation = Join(Param("work_dir"), Lit("/"), RunName(), Lit("/validation-data"))
+    job_image = TaskOutput("resolve-image", "image")
     train = job_options.TRAIN
     params = (
         *_job_params(train, "model_def", "model_zoo", "params", "data", "sql", "db", "db_secret"),
         *_job_params(train, "label"),
-        *_job_params(train, "validation_data", "output"),
+        _on_null(),
+        *_job_params(train, "validation_data"),
+        PipelineParam(
+            "validation_sql",
+            "With --sql: a SELECT whose rows are the validation data, converted as --sql is and "
+            "evaluated during and after training",
+        ),
+        *_job_params(train, "output"),
         PipelineParam(
             "versioned",
             "true: write each run under OUTPUT/runs/<run> and point OUTPUT/LATEST at it after "
@@ -360,6 +403,22 @@ def train_pipeline() -> Pipeline:
     params += _other_params(train, params)
     steps = (
         Step(
+            name="resolve-image",
+            description="The job image: --image, or the one build-image pushes "
+            "(IMAGE_REPOSITORY:<run name>)",
+            image=Param("elasticdl_image"),
+            module="elasticdl.steps.publish",
+            args=(
+                Lit("image"),
+                flag("image", Param("image")),
+                flag("repository", Param("image_repository")),
+                flag("tag", RunName()),
+                flag("image_file", Out("image")),
+            ),
+            outputs=(StepOutput("image", "the image the training job runs in"),),
+            engines=ARGO_ONLY,
+        ),
+        Step(
             name="build-image",
             description="Build and push the job image (the runtime plus the zoo) with kaniko",
             image=Param("kaniko_image"),
@@ -367,13 +426,14 @@ def train_pipeline() -> Pipeline:
             args=(
                 flag("context", Param("zoo_context")),
                 flag("dockerfile", Param("dockerfile")),
-                flag("destination", Join(Param("image_repository"), Lit(":"), RunName())),
+                flag("destination", job_image),
                 flag("digest-file", Out("digest")),
                 flag("image-name-with-digest-file", Out("image")),
                 Lit("--cache=true"),
                 flag("cache-repo", Param("cache_repo")),
             ),
             when=IsEmpty("image"),
+            after=("resolve-image",),
             outputs=(
                 StepOutput("digest", "sha256 digest of the pushed image"),
                 StepOutput("image", "the pushed image as repository@sha256:digest"),
@@ -397,9 +457,25 @@ def train_pipeline() -> Pipeline:
                 flag("sql", Param("sql")),
                 flag("output", converted),
                 flag("label", Param("label")),
+                flag("on_null", Param("on_null")),
             ),
             when=IsSet("sql"),
             # Locally an empty --label means the last selected column, as in `elasticdl sql`.
+            local_args=(Lit("--label_last=true"),),
+            **_DB_PASSWORD,
+        ),
+        _runtime(
+            "sql-to-recordio-validation",
+            "Convert the rows of --validation_sql into RecordIO under the run's work directory",
+            module="sql-to-recordio",
+            args=(
+                flag("db", Param("db")),
+                flag("sql", Param("validation_sql")),
+                flag("output", validation),
+                flag("label", Param("label")),
+                flag("on_null", Param("on_null")),
+            ),
+            when=IsSet("validation_sql"),
             local_args=(Lit("--label_last=true"),),
             **_DB_PASSWORD,
         ),
@@ -411,7 +487,11 @@ def train_pipeline() -> Pipeline:
                 *_passed("model_zoo", "model_def", "params"),
                 flag("data", Choice(IsSet("sql"), converted, Param("data"))),
                 flag("output", model_dir),
-                *_passed("validation_data", "num_workers", "min_workers", "num_ps"),
+                flag(
+                    "validation_data",
+                    Choice(IsSet("validation_sql"), validation, Param("validation_data")),
+                ),
+                *_passed("num_workers", "min_workers", "num_ps"),
                 *_passed("minibatch_size", "num_epochs", "records_per_task", "checkpoint_steps"),
                 *_passed("evaluation_steps"),
                 flag("job_name", RunName()),
@@ -425,7 +505,7 @@ def train_pipeline() -> Pipeline:
             ),
             train,
             argo_args=(*_kubernetes_args(job_image, with_ps=True), Lit("--resume=true")),
-            after=("build-image", "sql-to-recordio"),
+            after=("resolve-image", "build-image", "sql-to-recordio", "sql-to-recordio-validation"),
         ),
         _runtime(
             "publish",
@@ -457,6 +537,14 @@ def train_pipeline() -> Pipeline:
                 engines=ARGO_ONLY,
             ),
             Check(All(IsEmpty("sql"), IsSet("label")), "--label applies to --sql input only"),
+            Check(
+                All(IsEmpty("sql"), IsSet("validation_sql")),
+                "--validation_sql goes with --sql (its rows are converted alike)",
+            ),
+            Check(
+                All(IsSet("validation_sql"), IsSet("validation_data")),
+                "give either --validation_data or --validation_sql, not both",
+            ),
         ),
         Check(
             All(IsEmpty("image"), IsEmpty("zoo_context")),
@@ -511,6 +599,7 @@ def predict_pipeline() -> Pipeline:
             enum=BOOL,
         ),
         *_job_params(predict, "output_format", "keep_columns"),
+        _on_null(),
         PipelineParam(
             "output_table",
             "With --sql: write the selected rows plus the prediction into this table "
@@ -533,8 +622,19 @@ def predict_pipeline() -> Pipeline:
     steps = (
         _runtime(
             "sql-to-recordio",
-            "Convert the rows of --sql into RecordIO under the run's work directory",
-            (flag("db", Param("db")), flag("sql", Param("sql")), flag("output", converted)),
+            "Convert the rows of --sql into RecordIO under the run's work directory (with "
+            "--output_table: plan the write first, refusing one that would replace what "
+            "PREDICT did not create)",
+            (
+                flag("db", Param("db")),
+                flag("sql", Param("sql")),
+                flag("output", converted),
+                flag("on_null", Param("on_null")),
+                flag("write_table", Param("output_table")),
+                flag("write_column", Param("result_column")),
+                flag("write_key", Param("key")),
+                flag("trained_model", Param("trained_model")),
+            ),
             when=IsSet("sql"),
             **_DB_PASSWORD,
         ),
@@ -577,11 +677,8 @@ def predict_pipeline() -> Pipeline:
             "Write the selected rows and their predictions into --output_table",
             (
                 flag("db", Param("db")),
-                flag("table", Param("output_table")),
-                flag("column", Param("result_column")),
                 flag("predictions", staged),
                 flag("data", converted),
-                flag("key", Param("key")),
             ),
             when=IsSet("output_table"),
             after=("predict",),
@@ -621,7 +718,111 @@ def predict_pipeline() -> Pipeline:
     )
 
 
-PIPELINES = {"train": train_pipeline, "predict": predict_pipeline}
+def evaluate_pipeline() -> Pipeline:
+    """The evaluation pipeline (SQLFlow's TO EVALUATE); see the module documentation."""
+    converted = Join(Param("work_dir"), Lit("/"), RunName(), Lit("/evaluate-data"))
+    evaluate = job_options.EVALUATE
+    params = (
+        *_job_params(evaluate, "data", "sql", "db"),
+        *_job_params(job_options.PREDICT, "db_secret"),
+        *_job_params(evaluate, "trained_model"),
+        PipelineParam("label", "With --sql: the label column of the selected rows"),
+        _on_null(),
+        *_job_params(evaluate, "eval_metrics"),
+        PipelineParam(
+            "output_table",
+            "With --sql: write the metrics into this table, one row (created, or replaced when "
+            "an earlier EVALUATE created it)",
+        ),
+        *_job_params(evaluate, "num_workers", "minibatch_size", "records_per_task"),
+        PipelineParam(
+            "image",
+            "Job image; empty: the image recorded in the TrainedModel (docker_commit_id)",
+            argo_only=True,
+        ),
+        *_common_params(),
+        *_kubernetes_params(with_ps=False),
+    )
+    params += _other_params(evaluate, params)
+    steps = (
+        _runtime(
+            "sql-to-recordio",
+            "Convert the rows of --sql into RecordIO under the run's work directory",
+            (
+                flag("db", Param("db")),
+                flag("sql", Param("sql")),
+                flag("output", converted),
+                flag("label", Param("label")),
+                flag("on_null", Param("on_null")),
+            ),
+            when=IsSet("sql"),
+            **_DB_PASSWORD,
+        ),
+        Step(
+            name="resolve-image",
+            description="The image to evaluate in: --image, or the TrainedModel's",
+            image=Param("elasticdl_image"),
+            module="elasticdl.steps.publish",
+            args=(
+                Lit("image"),
+                flag("trained_model", Param("trained_model")),
+                flag("image", Param("image")),
+                flag("image_file", Out("image")),
+            ),
+            outputs=(StepOutput("image", "the image to run the evaluation job in"),),
+            engines=ARGO_ONLY,
+        ),
+        _job_step(
+            "evaluate",
+            "Run the elastic evaluation job (its master); the metrics as an output",
+            TaskOutput("resolve-image", "image"),
+            (
+                flag("data", Choice(IsSet("sql"), converted, Param("data"))),
+                flag("trained_model", Param("trained_model")),
+                flag("metrics_file", Out("metrics")),
+                *_passed("num_workers", "minibatch_size", "records_per_task"),
+                flag("job_name", RunName()),
+                flag("instance_manager", Param("instance_manager")),
+            ),
+            evaluate,
+            argo_args=_kubernetes_args(TaskOutput("resolve-image", "image"), with_ps=False),
+            after=("sql-to-recordio", "resolve-image"),
+            outputs=(StepOutput("metrics", "the metrics over all the data (JSON)"),),
+        ),
+        _runtime(
+            "write-metrics",
+            "Write the metrics into --output_table, one row",
+            (
+                flag("db", Param("db")),
+                flag("table", Param("output_table")),
+                flag("metrics", TaskOutput("evaluate", "metrics")),
+            ),
+            when=IsSet("output_table"),
+            after=("evaluate",),
+            **_DB_PASSWORD,
+        ),
+    )
+    checks = (
+        *_input_checks(),
+        Check(
+            All(IsSet("output_table"), IsEmpty("sql")),
+            "--output_table needs --sql (a SQL source: the metrics go into its database)",
+        ),
+        _NO_KUBERNETES_HERE,
+        _kubernetes_rule(with_ps=False),
+    )
+    return Pipeline(
+        name="evaluate",
+        template_name="elasticdl-evaluate",
+        description="Evaluate a trained model as an elastic job, optionally into a table",
+        params=params,
+        steps=steps,
+        exit_step=_cleanup(),
+        checks=checks,
+    )
+
+
+PIPELINES = {"train": train_pipeline, "predict": predict_pipeline, "evaluate": evaluate_pipeline}
 
 
 def pipeline(name: str) -> Pipeline:

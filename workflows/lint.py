@@ -3,7 +3,9 @@
 `lint_text` / `lint_file` read one or more YAML documents and return one `Problem` per defect:
 
 * Argo objects (Workflow, WorkflowTemplate, CronWorkflow) against the Argo CRD schemas of the
-  chosen version in strict mode (see `schema`), then the semantic lint below;
+  chosen version in strict mode and against Argo's published JSON Schema, which editors and the
+  argo-workflows SDK use (its problems say "Argo JSON Schema"; see `schema`), then the semantic
+  lint below;
 * any other Kubernetes object (ServiceAccount, Role, RoleBinding, ConfigMap, Pod...) with
   `kubernetes_validate` in its strict mode; a Pod also must not carry `workflows.argoproj.io/*`
   labels (Argo's controller would treat it as its own).
@@ -12,10 +14,13 @@ The semantic lint finds what a schema cannot: an entrypoint, exit handler or DAG
 template that does not exist; DAG dependencies on unknown tasks, and cycles; a reference to an
 undeclared parameter (``{{inputs.parameters.x}}``, ``{{workflow.parameters.x}}``, also inside
 ``{{=...}}`` expressions), to a task output its template does not declare or to a task that is
-not an ancestor; unknown ``{{workflow.*}}`` variables; unbalanced ``{{``; the CEL rules of the CRDs
-that jsonschema does not evaluate (one template type, no deadline on DAG templates, not both
-``depends`` and ``dependencies``); a CronWorkflow's timezone, concurrency policy and name length;
-a parameter value outside its enum; and containers that run a shell with ``-c``.
+not an ancestor, or to an output of a task or step that may be skipped (a ``when``, a
+``withParam`` that may expand to nothing, or a ``depends`` on a result of such a task: Argo 4 has
+hung on this, argo-workflows #15837, #15949, #16793); unknown ``{{workflow.*}}`` variables;
+unbalanced ``{{``; the CEL rules of the CRDs that jsonschema does not evaluate (one template
+type, no deadline on DAG templates, not both ``depends`` and ``dependencies``); a CronWorkflow's
+timezone, concurrency policy and name length; a parameter value outside its enum; and
+containers that run a shell with ``-c``.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from typing import Any
 
 import yaml
 
-from elasticdl.workflows.schema import PLURALS, json_path, schema_errors
+from elasticdl.runtime.distribution import extra_hint
+from elasticdl.workflows.schema import PLURALS, json_path, published_errors, schema_errors
 
 KUBERNETES_VERSION = "1.33"
 ARGO_GROUP = "argoproj.io/"
@@ -173,8 +179,7 @@ def _lint_kubernetes(
             problems.append(
                 Problem(
                     where,
-                    "checking Kubernetes objects needs kubernetes-validate: "
-                    "pip install 'elasticdl[lint]'",
+                    f"checking Kubernetes objects needs kubernetes-validate: {extra_hint('lint')}",
                 )
             )
     if kubernetes_validate is not None:
@@ -214,6 +219,10 @@ def _lint_argo(
     problems = [
         Problem(where, line)
         for line in schema_errors(doc, argo_version, strict_mode=True, schema_dir=schema_dir)
+    ]
+    problems += [
+        Problem(where, f"Argo JSON Schema: {line}")
+        for line in published_errors(doc, argo_version, schema_dir=schema_dir)
     ]
     lint = _ArgoLint(doc, catalog)
     problems += [Problem(where, line) for line in lint.run()]
@@ -431,6 +440,7 @@ class _ArgoLint:
         if cycle:
             self.add(f"{path}.tasks", "dependency cycle: " + " -> ".join(cycle))
         ancestors = {name: _ancestors(name, edges) for name in edges}
+        skippable = _skippable(tasks) if not cycle else {}
         for i, task in enumerate(tasks):
             name = str(task.get("name"))
             for where, text in _strings(
@@ -439,7 +449,16 @@ class _ArgoLint:
                 for ref in self._task_refs(text):
                     if ref in by_name and ref not in ancestors.get(name, set()) and ref != name:
                         self.add(where, f"uses task {ref!r}, which it does not depend on")
+                for ref in sorted(_output_refs(text, "tasks") & set(skippable)):
+                    self._skipped_output(where, "task", ref, skippable[ref])
         return by_name
+
+    def _skipped_output(self, where: str, noun: str, ref: str, why: str) -> None:
+        self.add(
+            where,
+            f"uses an output of {noun} {ref!r}, which may be skipped ({why}): Argo 4 can hang "
+            "on this (argo-workflows #15837, #16793); take the value from one that always runs",
+        )
 
     def _depends(self, expression: str, path: str) -> set[str]:
         names = set()
@@ -463,11 +482,22 @@ class _ArgoLint:
         return refs
 
     def _steps(self, groups: list[Any], path: str) -> None:
+        skippable: dict[str, str] = {}
         for g, group in enumerate(groups):
-            for s, step in enumerate(group if isinstance(group, list) else []):
+            steps = list(group) if isinstance(group, list) else []
+            for s, step in enumerate(steps):
                 target = step.get("template") if isinstance(step, dict) else None
                 if target and self.templates and target not in self.by_name:
                     self.add(f"{path}[{g}][{s}].template", f"unknown template {target!r}")
+                if not isinstance(step, dict):
+                    continue
+                for where, text in _strings(step, f"{path}[{g}][{s}]"):
+                    for ref in sorted(_output_refs(text, "steps") & set(skippable)):
+                        self._skipped_output(where, "step", ref, skippable[ref])
+            for step in steps:
+                why = _may_skip(step) if isinstance(step, dict) else None
+                if why:
+                    skippable[str(step.get("name"))] = why
 
     def _references(
         self,
@@ -529,6 +559,49 @@ class _ArgoLint:
                             f"{chain!r}: template {target.get('name')!r} has no output "
                             f"parameter {parts[4]!r}",
                         )
+
+
+def _output_refs(text: str, root: str) -> set[str]:
+    """Names X of the ``{{root.X.outputs...}}`` references in `text` (also in expressions)."""
+    names = set()
+    for tag in TAG.findall(text):
+        tag = tag.strip()
+        chains = _expression_refs(tag[1:]) if tag.startswith("=") else [tag]
+        for chain in chains:
+            parts = chain.split(".")
+            if len(parts) > 2 and parts[0] == root and parts[2] == "outputs":
+                names.add(parts[1])
+    return names
+
+
+def _may_skip(node: dict[str, Any]) -> str | None:
+    """Why a DAG task or step may not run at all (None: it runs when its turn comes)."""
+    if node.get("when"):
+        return "it has a 'when'"
+    if node.get("withParam"):
+        return "its withParam may expand to nothing"
+    return None
+
+
+def _skippable(tasks: list[dict[str, Any]]) -> dict[str, str]:
+    """The DAG tasks that may be skipped or omitted, with why: a `when` or a `withParam`, or a
+    `depends` on a result (`A.Succeeded`...) of such a task, which is then omitted. A bare
+    `depends: A` (or `dependencies`) runs after a skipped A too."""
+    why = {str(t.get("name")): w for t in tasks if (w := _may_skip(t))}
+    changed = True
+    while changed:
+        changed = False
+        for task in tasks:
+            name = str(task.get("name"))
+            depends = task.get("depends")
+            if name in why or not isinstance(depends, str):
+                continue
+            for dep, result in re.findall(r"([\w-]+)\.(\w+)", depends):
+                if dep in why and result in DEPENDS_RESULTS:
+                    why[name] = f"it depends on {dep}.{result}, and {dep} may be skipped"
+                    changed = True
+                    break
+    return why
 
 
 def _find_cycle(edges: dict[str, set[str]]) -> list[str]:

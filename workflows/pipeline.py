@@ -109,6 +109,12 @@ class Pipeline:
             raise PipelineError(
                 f"step {step.name} reads an output of {ref.step} but does not run after it"
             )
+        if by_name[ref.step].when is not None:
+            raise PipelineError(
+                f"step {step.name} reads an output of {ref.step}, which is skipped unless "
+                f"{by_name[ref.step].when.describe()} (Argo 4 may hang on that): read it from "
+                "a step that always runs"
+            )
 
     def _ancestors(self, name: str, by_name: dict[str, Step]) -> set[str]:
         seen: set[str] = set()

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from elasticdl.workflows.argo import (
+    INSTALL_SERVICE_ACCOUNT,
     ArgoOptions,
     Schedule,
     build_cron,
@@ -67,17 +68,20 @@ def render_objects(
 def install_objects(
     options: ArgoOptions | None = None, max_concurrent_jobs: int | None = None
 ) -> list[dict[str, Any]]:
-    """Both WorkflowTemplates with their default parameters, then RBAC, the job pods'
-    NetworkPolicy (and the semaphore)."""
+    """Both WorkflowTemplates with their default parameters, then RBAC (a ServiceAccount,
+    INSTALL_SERVICE_ACCOUNT unless the options name one, which the templates run as), the job
+    pods' NetworkPolicy (and the semaphore)."""
     options = options or ArgoOptions()
     extra: list[dict[str, Any]] = []
     if max_concurrent_jobs is not None:
         name, key = SEMAPHORE
         extra.append(semaphore_configmap(name, key, max_concurrent_jobs, options.namespace))
         options = _replace(options, semaphore=SEMAPHORE)
+    account = options.service_account or INSTALL_SERVICE_ACCOUNT
+    options = _replace(options, service_account=account)
     objects = [render_objects(n, {}, kind="template", options=options)[0] for n in PIPELINES]
     policy = [job_network_policy(options.namespace)]
-    return objects + rbac_objects(options.service_account, options.namespace) + policy + extra
+    return objects + rbac_objects(account, options.namespace) + policy + extra
 
 
 def _replace(options: ArgoOptions, **changes: Any) -> ArgoOptions:

@@ -36,12 +36,15 @@ INFRA_EXPRESSION = (
 
 
 def retry_strategy(kind: Retry, limit: int) -> RetryStrategy | None:
-    """The hera RetryStrategy for a step's retry kind (None: no retries)."""
+    """The hera RetryStrategy for a step's retry kind (None: no retries).
+
+    `limit` and `backoff.factor` are IntOrString fields, written as strings: Argo's published
+    JSON Schema and its Python SDK take only strings there (workflows/schema.py)."""
     if kind is Retry.NONE or limit <= 0:
         return None
     return RetryStrategy(
-        limit=limit,
+        limit=str(limit),
         retry_policy="Always",
         expression=INFRA_EXPRESSION,
-        backoff=Backoff(duration="30s", factor=2),
+        backoff=Backoff(duration="30s", factor="2"),
     )

@@ -9,6 +9,7 @@ tf.train.Example records without user code.
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -79,15 +80,18 @@ class DatasetMetadata:
         found = cls.from_example(first_record, label=label)
         return cls(columns=found.columns, label=found.label, schema=schema)
 
-    def missing_from(self, other: DatasetMetadata) -> list[str]:
+    def missing_from(
+        self, other: DatasetMetadata, needed: Collection[str] | None = None
+    ) -> list[str]:
         """Columns of `self` that `other` lacks or holds with another kind or length.
 
         The contract for prediction data: every column the model was trained on, except the
-        label and id columns (`id`, `*_id`), with the same kind and length.
+        label and id columns (`id`, `*_id`), with the same kind and length; with `needed` (the
+        columns the model's feature columns read), those alone.
         """
         found = []
         for name, info in self.feature_columns().items():
-            if name.endswith("_id"):
+            if name.endswith("_id") or (needed is not None and name not in needed):
                 continue
             theirs = other.columns.get(name)
             if theirs is None:

@@ -10,7 +10,10 @@ The same interface as `LocalInstanceManager` (mechanism only; the master keeps t
   Pods are created by a background thread: a creation the API refuses for a transient reason
   (ResourceQuota exceeded, 409 conflict, throttling, 5xx) is retried with exponential backoff
   (`CreationBackoff`); one refused for good, or retried past the backoff's limit, is reported
-  as a failed exit with the API's message.
+  as a failed exit with the API's message. Creations and deletions go at a bounded rate (a
+  token bucket, 20 a second with bursts of 30 by default), and a 429 or 5xx holds every
+  creation back for its `Retry-After` or an exponential backoff (throttle.py), as client-go
+  does: 1,000 workers' pods are created in ~50 s without flooding the API server.
 * A watch thread (pod_watch.py) lists the job's pods (label `elasticdl-job-name`), then watches
   from the list's resourceVersion, and lists again every `resync_s`, after a 410 Gone and after
   a broken connection. Every event goes to the pure `PodTracker` (pod_states.py); each ended
@@ -59,6 +62,7 @@ from elasticdl.runtime.k8s.pod_states import (
     creation_refusal,
 )
 from elasticdl.runtime.k8s.pod_watch import PodWatch
+from elasticdl.runtime.k8s.throttle import ApiPace
 from elasticdl.runtime.master.exits import ExitKind
 from elasticdl.runtime.master.instances import (
     InstanceExit,
@@ -140,6 +144,8 @@ class _Instance:
     delete_grace: int | None = None
     """Signalled while its create call was under way: delete it with this grace once created."""
     ended: bool = False
+    running: bool = False
+    """Its pod was seen running (the watch said so)."""
     signal_sent: int | None = None
     launch_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
@@ -157,6 +163,7 @@ class KubernetesInstanceManager(InstanceManager):
     `api_client`: a configured `kubernetes.client.ApiClient` (default: `load_api_client()`).
     `backoff`: makes the `CreationBackoff` of each pod creation. `resync_s`: how often the
     watch lists everything again; `watch_timeout_s`: how long one watch request lasts.
+    `pace`: the rate of pod creations and deletions (throttle.py; default 20/s, burst 30).
     """
 
     def __init__(
@@ -168,6 +175,7 @@ class KubernetesInstanceManager(InstanceManager):
         resync_s: float = 300.0,
         watch_timeout_s: int = 30,
         job_secret: str = "",
+        pace: ApiPace | None = None,
     ) -> None:
         """`job_secret`: the job's secret (runtime/auth.py), put in the job's Secret."""
         self.spec = spec
@@ -179,6 +187,7 @@ class KubernetesInstanceManager(InstanceManager):
         self._api = client.CoreV1Api(api_client)
         self._net = client.NetworkingV1Api(api_client)
         self._new_backoff = backoff
+        self._pace = pace or ApiPace()
         self._selector = manifests.job_selector(self.prefix)
         self._lock = threading.Condition()
         self._tracker = PodTracker()
@@ -262,6 +271,19 @@ class KubernetesInstanceManager(InstanceManager):
                 i for (r, i), inst in self._current.items() if r == role and not inst.ended
             )
 
+    def running(self, role: Role) -> list[int]:
+        """Indexes of the instances of `role` whose pod the watch saw running, not ended."""
+        with self._lock:
+            found = self._current.items()
+            return sorted(
+                i for (r, i), inst in found if r == role and inst.running and not inst.ended
+            )
+
+    def is_alive(self, role: Role, index: int) -> bool:
+        with self._lock:
+            inst = self._current.get((role, index))
+            return inst is not None and not inst.ended
+
     def listen_for_scale(self, inbox: ScaleInbox, status: StatusSource | None = None) -> None:
         """Resize and status requests annotated on the job's ConfigMap (scale.py)."""
         from elasticdl.runtime.k8s.scale import ANNOTATION_RESIZABLE, ConfigMapScaleListener
@@ -321,44 +343,7 @@ class KubernetesInstanceManager(InstanceManager):
             self._config_created = True
 
     def _create_now(self, kind: str, body: dict[str, Any], api: Any = None) -> None:
-        """Create a Service or the ConfigMap now, replacing a stale one of the same name
-        (from an earlier attempt of the job: it may belong to another master pod); transient
-        refusals are retried with backoff; a fatal one raises RuntimeError."""
-        api = api or self._api
-        create = getattr(api, f"create_namespaced_{kind}")
-        delete = getattr(api, f"delete_namespaced_{kind}")
-        name = body["metadata"]["name"]
-        backoff = self._new_backoff()
-        while True:
-            try:
-                create(self.namespace, body)
-                return
-            except ApiException as err:
-                message = _status_message(err)
-                refusal = creation_refusal(err.status or 0, message)
-                if refusal is Refusal.CONFLICT:
-                    log.info("replacing the %s %s left by an earlier attempt", kind, name)
-                    _call(f"delete {kind} {name}", lambda: delete(name, self.namespace))
-                elif refusal is Refusal.FATAL:
-                    raise RuntimeError(
-                        f"cannot create {kind} {name} in namespace {self.namespace}: "
-                        f"HTTP {err.status}: {message}"
-                    ) from None
-                delay = backoff.next_delay()
-                if delay is None:
-                    raise RuntimeError(
-                        f"cannot create {kind} {name}: still refused after "
-                        f"{backoff.attempts} retries: HTTP {err.status}: {message}"
-                    ) from None
-                log.warning(
-                    "%s %s refused (HTTP %s: %s); retrying in %.1f s",
-                    kind,
-                    name,
-                    err.status,
-                    message,
-                    delay,
-                )
-                time.sleep(delay)
+        create_replacing(api or self._api, self.namespace, kind, body, self._new_backoff())
 
     def _launch(self, role: Role, index: int, pod: dict[str, Any], launch: str) -> None:
         name = pod["metadata"]["name"]
@@ -384,6 +369,7 @@ class KubernetesInstanceManager(InstanceManager):
                 if inst.ended:
                     continue
                 inst.in_flight = True
+            self._pace.before_create()  # created then deleted if the job shut down meanwhile
             self._create_pod(inst)
 
     def _create_pod(self, inst: _Instance) -> None:
@@ -398,6 +384,7 @@ class KubernetesInstanceManager(InstanceManager):
         except Exception as err:  # noqa: BLE001 - connection refused, timeout: transient
             self._refused(inst, ApiException(status=0, reason=str(err)))
             return
+        self._pace.accepted()
         self._bound(inst, uid)
 
     def _bound(self, inst: _Instance, uid: str) -> None:
@@ -416,6 +403,7 @@ class KubernetesInstanceManager(InstanceManager):
     def _refused(self, inst: _Instance, err: ApiException) -> None:
         message = _status_message(err)
         refusal = creation_refusal(err.status or 0, message)
+        self._pace.refused(err.status or 0, err.headers, message)
         if refusal is Refusal.CONFLICT:
             existing = self._read_pod(inst.pod)
             annotations = (existing or {}).get("metadata", {}).get("annotations") or {}
@@ -488,6 +476,7 @@ class KubernetesInstanceManager(InstanceManager):
         if inst is None or inst.ended:
             return
         if decision.outcome is Outcome.RUNNING:
+            inst.running = True
             log.info("%s%d: %s", inst.role, inst.index, decision.message)
             return
         code, sig, outcome, message = (
@@ -543,6 +532,7 @@ class KubernetesInstanceManager(InstanceManager):
         return _read_pod(self._api, self.namespace, name)
 
     def _delete_pod(self, name: str, grace: int) -> None:
+        self._pace.before_delete()
         delete = self._api.delete_namespaced_pod
         _call(
             f"delete pod {name}", lambda: delete(name, self.namespace, grace_period_seconds=grace)
@@ -551,6 +541,47 @@ class KubernetesInstanceManager(InstanceManager):
     def wait_watching(self, timeout: float = 10.0) -> bool:
         """Whether the watch has done its first list (for tests and start-up logs)."""
         return self._watch.ready.wait(timeout)
+
+
+def create_replacing(
+    api: Any, namespace: str, kind: str, body: dict[str, Any], backoff: CreationBackoff
+) -> None:
+    """Create a Service, the ConfigMap, the Secret or the NetworkPolicy now, replacing a stale
+    one of the same name (from an earlier attempt of the job: it may belong to another master
+    pod); transient refusals are retried with `backoff`; a fatal one raises RuntimeError."""
+    create = getattr(api, f"create_namespaced_{kind}")
+    delete = getattr(api, f"delete_namespaced_{kind}")
+    name = body["metadata"]["name"]
+    while True:
+        try:
+            create(namespace, body)
+            return
+        except ApiException as err:
+            message = _status_message(err)
+            refusal = creation_refusal(err.status or 0, message)
+            if refusal is Refusal.CONFLICT:
+                log.info("replacing the %s %s left by an earlier attempt", kind, name)
+                _call(f"delete {kind} {name}", lambda: delete(name, namespace))
+            elif refusal is Refusal.FATAL:
+                raise RuntimeError(
+                    f"cannot create {kind} {name} in namespace {namespace}: "
+                    f"HTTP {err.status}: {message}"
+                ) from None
+            delay = backoff.next_delay()
+            if delay is None:
+                raise RuntimeError(
+                    f"cannot create {kind} {name}: still refused after "
+                    f"{backoff.attempts} retries: HTTP {err.status}: {message}"
+                ) from None
+            log.warning(
+                "%s %s refused (HTTP %s: %s); retrying in %.1f s",
+                kind,
+                name,
+                err.status,
+                message,
+                delay,
+            )
+            time.sleep(delay)
 
 
 def _read_pod(api: Any, namespace: str, name: str) -> Mapping[str, Any] | None:

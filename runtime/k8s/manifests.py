@@ -21,6 +21,13 @@ worker to finish its minibatch on SIGTERM), the argv of the local processes, res
 `cpu=1,memory=4096Mi[,gpu=1]` strings (limits default to the requests), a priority class per
 role, volumes, node selector, tolerations and image pull secrets.
 
+Every pod passes Pod Security "restricted" (`pod_security_context`,
+`container_security_context`): it runs as the runtime image's non-root user with no privilege
+escalation, no capabilities, the runtime's default seccomp profile and a read-only root
+filesystem; what the code writes goes to an emptyDir at /tmp (`TMP_DIR`, also its HOME: Keras'
+config, a git zoo's cache). Only a `--volume` of a kind "restricted" forbids (host_path) takes a
+pod out of it.
+
 The parsers (`parse_resources`, `parse_worker_priority`, `parse_volumes`, `parse_node_selector`,
 `parse_tolerations`, `parse_image_pull_secrets`) raise `ManifestError` (a ValueError) with one
 line that names the flag and shows the expected form.
@@ -57,6 +64,14 @@ LABEL_TYPE = "elasticdl-replica-type"
 LABEL_INDEX = "elasticdl-replica-index"
 ANNOTATION_LAUNCH = "elasticdl.org/launch-id"
 """A fresh id per creation request: a 409 on retry tells our own pod from a stale one."""
+
+RUNTIME_UID = 1000
+RUNTIME_GID = 1000
+"""The runtime image's user and group (the Dockerfile's USER, which a zoo's image keeps)."""
+TMP_DIR = "/tmp"
+TMP_VOLUME = "tmp"
+"""The writable emptyDir of a pod whose root filesystem is read-only: temporary files and HOME."""
+TMP_ENV = {"HOME": TMP_DIR, "TMPDIR": TMP_DIR}
 
 GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_GRACE_S = 60
@@ -585,6 +600,7 @@ def ps_service(spec: ClusterSpec, ps_id: int) -> dict[str, Any]:
 
 def _env(spec: ClusterSpec, role: str, index: int) -> list[dict[str, Any]]:
     fixed = {
+        **TMP_ENV,
         "PYTHONUNBUFFERED": "1",
         "TF_CPP_MIN_LOG_LEVEL": tf_quiet.DEFAULT_LEVEL,
         "ELASTICDL_JOB_NAME": spec.job_name,
@@ -616,6 +632,31 @@ def _config_sources(spec: ClusterSpec) -> list[dict[str, Any]]:
     return sources
 
 
+def pod_security_context() -> dict[str, Any]:
+    """The pod-level half of Pod Security "restricted": no container runs as root (Argo's own
+    containers in a step's pod keep their image's user), seccomp RuntimeDefault."""
+    return {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def container_security_context() -> dict[str, Any]:
+    """The container-level half: the runtime image's user, no privilege escalation, every
+    capability dropped, a read-only root filesystem (writes go to the /tmp emptyDir)."""
+    return {
+        "runAsUser": RUNTIME_UID,
+        "runAsGroup": RUNTIME_GID,
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+    }
+
+
+def writable_tmp() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(volume, mount) of the /tmp emptyDir a read-only root filesystem needs: `tempfile`,
+    Keras' config directory and a git zoo's cache (under HOME: `TMP_ENV`) write there."""
+    return {"name": TMP_VOLUME, "emptyDir": {}}, {"name": TMP_VOLUME, "mountPath": TMP_DIR}
+
+
 def _pod(
     spec: ClusterSpec,
     role: str,
@@ -627,12 +668,17 @@ def _pod(
     priority_class: str,
     ports: list[dict[str, Any]],
 ) -> dict[str, Any]:
+    # A --volume mounted at /tmp takes the place of the emptyDir.
+    own_tmp = not any(v.mount.get("mountPath") == TMP_DIR for v in spec.volumes)
+    tmp_volume, tmp_mount = writable_tmp()
     mounts: list[dict[str, Any]] = [
         {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
+        *([tmp_mount] if own_tmp else []),
         *(dict(v.mount) for v in spec.volumes),
     ]
     volumes: list[dict[str, Any]] = [
         {"name": CONFIG_VOLUME, "projected": {"sources": _config_sources(spec)}},
+        *([tmp_volume] if own_tmp else []),
         *(dict(v.volume) for v in spec.volumes),
     ]
     container: dict[str, Any] = {
@@ -643,6 +689,7 @@ def _pod(
         "env": _env(spec, role, index),
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "volumeMounts": mounts,
+        "securityContext": container_security_context(),
     }
     if res.requests or res.limits:
         container["resources"] = res.as_json()
@@ -653,6 +700,7 @@ def _pod(
         "terminationGracePeriodSeconds": spec.termination_grace_s,
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
+        "securityContext": pod_security_context(),
         "containers": [container],
         "volumes": volumes,
     }

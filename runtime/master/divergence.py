@@ -29,19 +29,34 @@ class Divergence:
     final_loss: float | None
 
 
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
+def _head_mean(points: Sequence[tuple[float, int]], reports: int) -> float:
+    """The mean of the first `reports` reports of `points` ((loss, reports it stands for))."""
+    total, left = 0.0, reports
+    for loss, count in points:
+        taken = min(count, left)
+        total += loss * taken
+        left -= taken
+        if left == 0:
+            break
+    return total / (reports - left)
 
 
 def divergence(
-    losses: Sequence[float], nonfinite_records: int = 0, factor: float = FACTOR
+    losses: Sequence[float],
+    nonfinite_records: int = 0,
+    factor: float = FACTOR,
+    counts: Sequence[int] | None = None,
 ) -> Divergence | None:
     """Why the loss diverged, or None. `losses`: finite loss reports, oldest model first;
-    `nonfinite_records`: records whose minibatch had a NaN or infinite loss."""
-    finite = [x for x in losses if math.isfinite(x)]
-    tenth = max(1, len(finite) // 10)
-    first = _mean(finite[:tenth]) if finite else None
-    final = _mean(finite[-tenth:]) if finite else None
+    `nonfinite_records`: records whose minibatch had a NaN or infinite loss; `counts`: the
+    reports each loss stands for (a long job's log merges old points: loss_history.py),
+    default one each."""
+    weights = counts if counts is not None else [1] * len(losses)
+    finite = [(x, c) for x, c in zip(losses, weights, strict=True) if math.isfinite(x) and c > 0]
+    reports = sum(c for _, c in finite)
+    tenth = max(1, reports // 10)
+    first = _head_mean(finite, tenth) if finite else None
+    final = _head_mean(finite[::-1], tenth) if finite else None
     if nonfinite_records > 0:
         return Divergence(
             f"the loss was NaN or infinite on {nonfinite_records} record(s) "
@@ -49,7 +64,7 @@ def divergence(
             first,
             final,
         )
-    if len(finite) < MIN_POINTS or first is None or final is None or first <= 0:
+    if reports < MIN_POINTS or first is None or final is None or first <= 0:
         return None  # too few reports, or a loss that is not positive: no ratio to judge
     if final > factor * first and final - first > MIN_RISE:
         return Divergence(

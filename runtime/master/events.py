@@ -1,8 +1,9 @@
 """The job's event log: typed events, each with a time (and a duration where one applies).
 
 The supervisor, the task state (task manager adapter), PS recovery, checkpoints and
-evaluation append events here; `job_report.json`, the summary line, the progress display and
-TensorBoard are views of this log (report.py). One instance's end is one `InstanceLost`,
+evaluation append events here (loss reports go to a bounded history: loss_history.py);
+`job_report.json`, the summary line, the progress display and TensorBoard are views of this
+log (report.py). One instance's end is one `InstanceLost`,
 written once its consequences (tasks requeued, relaunched as) are known.
 
 Times are `time.monotonic()` seconds; `as_dict(t0)` gives them relative to the job's start
@@ -11,11 +12,15 @@ Times are `time.monotonic()` seconds; `as_dict(t0)` gives them relative to the j
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import heapq
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
+
+from elasticdl.runtime.master.loss_history import EpochLoss, LossHistory
 
 
 @dataclass(frozen=True)
@@ -172,6 +177,18 @@ class PSUnresponsive(Event):
 
 
 @dataclass(frozen=True)
+class InstanceSlow(Event):
+    """A PS that answered no liveness probe, or a worker whose task made no progress, was found
+    slow, not hung (runnable, or using CPU: liveness.py): the job waits for it."""
+
+    role: str = "ps"
+    id: int = 0
+    silent_s: float = 0.0
+    reason: str = ""
+    KIND: ClassVar[str] = "instance_slow"
+
+
+@dataclass(frozen=True)
 class PSRecovered(Event):
     """A relaunched PS serves again. `seconds` is the real downtime: from the old one's end
     (or, hung, its detection) until the new one answered."""
@@ -248,6 +265,8 @@ class LossReported(Event):
     loss: float = 0.0
     epoch: int = -1
     """The epoch of the task the loss was computed in (-1: not known)."""
+    count: int = 1
+    """Reports this point stands for (the log merges old points: loss_history.py)."""
     KIND: ClassVar[str] = "loss"
     LISTED: ClassVar[bool] = False
 
@@ -312,31 +331,82 @@ E = TypeVar("E", bound=Event)
 
 
 class EventLog:
-    """Append-only, thread-safe list of events (the supervisor and helper threads append)."""
+    """Append-only, thread-safe log of events (the supervisor and helper threads append).
 
-    def __init__(self) -> None:
-        self._events: list[Event] = []
+    Every event gets the next sequence number; `since(cursor)` gives what came at or after a
+    cursor. Loss reports, hundreds a second with many workers, go to a bounded `LossHistory`
+    (loss_history.py: exact sums per epoch, the points themselves up to a cap, the latest in a
+    ring); everything else stays as it came, indexed by class so that `of(...)` reads only
+    the events asked for."""
+
+    def __init__(self, losses: LossHistory | None = None) -> None:
+        self._events: list[tuple[int, Event]] = []
+        self._by_class: dict[type[Event], list[tuple[int, Event]]] = {}
+        self._next = 0
+        self.losses = losses or LossHistory()
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[Event], None]] = []
+
+    def listen(self, listener: Callable[[Event], None]) -> None:
+        """Call `listener(event)` for every event added from now on (console.py)."""
+        self._listeners.append(listener)
 
     def add(self, event: E) -> E:
         with self._lock:
-            self._events.append(event)
+            seq = self._next
+            self._next += 1
+            if isinstance(event, LossReported):
+                self.losses.add(seq, event)
+            else:
+                self._events.append((seq, event))
+                self._by_class.setdefault(type(event), []).append((seq, event))
+        for listener in self._listeners:
+            listener(event)
         return event
 
     def __iter__(self) -> Iterator[Event]:
+        """Every event in order, then the loss points kept."""
         with self._lock:
-            return iter(list(self._events))
+            found = [e for _, e in self._events] + list(self.losses.points())
+        return iter(found)
 
     def __len__(self) -> int:
-        return len(self._events)
+        """Events ever added (loss reports included)."""
+        return self._next
+
+    def listed(self) -> list[Event]:
+        """The events the report lists (`LISTED`), in order (no loss point is listed)."""
+        with self._lock:
+            return [e for _, e in self._events if e.LISTED]
 
     def of(self, *types: type[E]) -> list[E]:
-        """The events of the given types, in order (subclasses included)."""
-        return [e for e in self if isinstance(e, types)]  # type: ignore[misc]
-
-    def since(self, index: int, *types: type[E]) -> tuple[list[E], int]:
-        """Events of `types` appended at or after position `index`, and the next position."""
+        """The events of the given types, in order (subclasses included); the loss points
+        kept come last (LossHistory.points: merged points stand for several reports)."""
         with self._lock:
-            new = self._events[index:]
-            end = len(self._events)
-        return [e for e in new if isinstance(e, types)], end  # type: ignore[misc]
+            lists = [found for cls, found in self._by_class.items() if issubclass(cls, types)]
+            merged = [e for _, e in heapq.merge(*lists, key=lambda pair: pair[0])]
+            if any(issubclass(LossReported, t) for t in types):
+                merged += self.losses.points()
+        return merged  # type: ignore[return-value]
+
+    def since(self, cursor: int, *types: type[E]) -> tuple[list[E], int]:
+        """Events of `types` added at or after sequence number `cursor`, in order, and the
+        next cursor (loss points from the history's ring of the latest: loss_history.py)."""
+        with self._lock:
+            first = bisect.bisect_left(self._events, cursor, key=lambda pair: pair[0])
+            new = [(seq, e) for seq, e in self._events[first:] if isinstance(e, types)]
+            if any(issubclass(LossReported, t) for t in types):
+                new = list(heapq.merge(new, self.losses.since(cursor), key=lambda p: p[0]))
+            end = self._next
+        return [e for _, e in new], end  # type: ignore[misc]
+
+    def epoch_loss(self, epoch: int) -> EpochLoss | None:
+        """The finite losses reported in `epoch` (exact, however many): a copy, or None."""
+        with self._lock:
+            found = self.losses.epochs.get(epoch)
+            return dataclasses.replace(found) if found is not None else None
+
+    def epoch_losses(self) -> dict[int, EpochLoss]:
+        """Per epoch, the finite losses reported (exact, however many): a copy."""
+        with self._lock:
+            return {epoch: dataclasses.replace(e) for epoch, e in self.losses.epochs.items()}

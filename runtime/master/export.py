@@ -3,6 +3,9 @@
 Layout of a model directory:
 
     saved_model/        Keras `model.export` (TF SavedModel, serving signature)
+    model.keras         the Keras model file (`keras.saving.load_model`), whenever the model
+                        can be serialised: written, then loaded back and checked to give the
+                        same predictions; otherwise absent, and the report says why
     params.npz          parameters by stable variable name (what the PS held), and the rows
                         of PS-backed embedding tables (`embedding:<table>:ids` / `:rows`)
     trained_model.pb    the TrainedModel message: how to rebuild and use the model
@@ -35,6 +38,7 @@ from elasticdl.runtime.variables import assign, named_variables
 log = logging.getLogger("elasticdl.master")
 PARAMS_FILENAME = "params.npz"
 SAVED_MODEL_DIR = "saved_model"
+KERAS_FILE = "model.keras"
 
 
 def save_params(values: dict[str, np.ndarray], path: Path) -> None:
@@ -63,7 +67,8 @@ def export_model(
     `values` may hold the rows of the model's embedding tables (`tables.trained_arrays`); the
     SavedModel serves them (an id no row was trained for reads as zeros). `facts`, when
     given, receives what the built model says of itself: `loss_units` (a model's optional
-    `loss_units` attribute: the units of its loss when not the label's)."""
+    `loss_units` attribute: the units of its loss when not the label's), and `keras_file`
+    (KERAS_FILE, written) or `keras_file_missing` (why it could not be)."""
     from elasticdl import __version__
     from elasticdl.runtime.embedding.tables import split_trained, trained_arrays
 
@@ -87,6 +92,9 @@ def export_model(
     params = {name: values[name] for name in known}
     save_params({**params, **trained_arrays(tables)}, staging / PARAMS_FILENAME)
     _export_saved_model(instance.model, layers, batch[0], staging / SAVED_MODEL_DIR)
+    why_not = save_keras_file(instance.model, batch[0], staging / KERAS_FILE)
+    if facts is not None:
+        facts["keras_file" if not why_not else "keras_file_missing"] = why_not or KERAS_FILE
     trained = pb.TrainedModel(
         docker_commit_id="",
         model_def=config.model_def,
@@ -104,6 +112,7 @@ def export_model(
         elasticdl_version=__version__,
         model_zoo_commit=config.model_zoo_commit,
         input_signature=metadata.to_json(),
+        feature_columns=config.features,
     )
     if metadata.schema:
         # Trained from SQL: keep the query, the database (without password) and the schema.
@@ -176,6 +185,37 @@ def _export(model: Any, layers: dict[str, Any], features: Any, path: Path) -> No
     specs = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), features)
     archive.add_endpoint("serve", model.__call__, [specs])
     archive.write_out(str(path), verbose=False)
+
+
+def save_keras_file(model: Any, features: Any, path: Path) -> str:
+    """Write `model` as a Keras file at `path`, load it back and compare its predictions on
+    `features` with the model's; "" when it matches, else why there is no file (the file is
+    then removed: a Keras file that does not give the model's predictions is worse than
+    none). A subclassed model without `get_config`, a layer Keras cannot rebuild, trained
+    rows held outside variables (PS-backed embedding tables) end here."""
+    import tensorflow as tf
+
+    from elasticdl.runtime.keras_mode import keras
+
+    try:
+        with _quiet_tensorflow_info(), contextlib.redirect_stdout(io.StringIO()):
+            model.save(str(path))
+            loaded = keras().models.load_model(str(path), compile=False)
+        expected = tf.nest.flatten(model(features, training=False))
+        got = tf.nest.flatten(loaded(features, training=False))
+    except Exception as err:  # noqa: BLE001 - any failure means: no file, and why
+        path.unlink(missing_ok=True)
+        reason = " ".join(str(err).split())[:300] or type(err).__name__
+        log.warning("no %s: the model cannot be saved as a Keras file: %s", path.name, reason)
+        return f"the model cannot be saved as a Keras file: {reason}"
+    if len(expected) != len(got) or not all(
+        np.allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+        for a, b in zip(expected, got, strict=True)
+    ):
+        path.unlink(missing_ok=True)
+        log.warning("no %s: reloaded, it predicts differently", path.name)
+        return "the model saved as a Keras file and loaded back predicts differently"
+    return ""
 
 
 def _training_metadata(data_url: str, first_record: bytes) -> DatasetMetadata:

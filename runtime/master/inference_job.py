@@ -2,7 +2,8 @@
 
 `InferenceJob.run()` mirrors the training job without parameter servers:
 
-1. read the TrainedModel (clear errors for a missing or corrupt one), rebuild its spec from the
+1. claim `--output` (output_claim.py: a second job on it fails at once), read the
+   TrainedModel (clear errors for a missing or corrupt one), rebuild its spec from the
    zoo it names, check the data has every feature the model was trained on, and check the
    output location, all before starting a process;
 2. serve the Master service and start workers that load the trained parameters, through the
@@ -22,6 +23,7 @@ master (its workers finish their minibatch; the report, status "stopped", is in 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -43,7 +45,7 @@ from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
 from elasticdl.runtime.data.shards import Shard, plan_shards
 from elasticdl.runtime.job_config import JobConfig, host_port
-from elasticdl.runtime.master import keras_switch
+from elasticdl.runtime.master import console, keras_switch
 from elasticdl.runtime.master import report as views
 from elasticdl.runtime.master.bounds import job_bound
 from elasticdl.runtime.master.chaos import parse_chaos
@@ -67,8 +69,14 @@ from elasticdl.runtime.master.task_manager import (
 )
 from elasticdl.runtime.master.task_state import TaskState
 from elasticdl.runtime.model_spec import load_model_spec
+from elasticdl.runtime.one_line import describe, save_traceback
+from elasticdl.runtime.output_claim import OutputClaim
 from elasticdl.runtime.outputs import check_output
-from elasticdl.runtime.trained_model import TrainedModelError, read_trained_model
+from elasticdl.runtime.trained_model import (
+    TrainedModelError,
+    read_trained_model,
+    resolve_model_url,
+)
 from elasticdl.runtime.zoo_source import ZooSource, resolve_zoo
 
 log = logging.getLogger("elasticdl.master")
@@ -108,6 +116,7 @@ class InferenceJob:
         self._manager_factory = instance_manager_factory or LocalInstanceManager
         self.job_name = options.job_name or f"{options.job_type}-{uuid.uuid4().hex[:8]}"
         self.events = EventLog()
+        self.events.listen(console.log_event)  # lost roles named as it happens
         self._keras = keras_mode.current()
         self._started = time.monotonic()
         self._counted: list[tuple[str, int]] = []
@@ -135,7 +144,14 @@ class InferenceJob:
         trained = files.trained
         zoo = self._zoo_of(trained)
         flags = _trained_flags(trained, zoo)
-        spec = load_model_spec(trained.model_def, params=trained.model_def_params, zoo=zoo, **flags)
+        spec = load_model_spec(
+            trained.model_def,
+            params=trained.model_def_params,
+            zoo=zoo,
+            features=trained.feature_columns,
+            eval_metrics=o.eval_metrics,
+            **flags,
+        )
         counted = self._counted
         shards = plan_shards(counted, o.records_per_task)
         if not shards:
@@ -145,7 +161,7 @@ class InferenceJob:
         data_metadata = DatasetMetadata.from_example(sample[0])
         trained_metadata = files.input_metadata
         if trained_metadata is not None:
-            missing = trained_metadata.missing_from(data_metadata)
+            missing = trained_metadata.missing_from(data_metadata, files.feature_inputs)
             if missing:
                 raise ValueError(
                     f"--data {o.data!r} lacks feature(s) the model was trained on: "
@@ -230,12 +246,15 @@ class InferenceJob:
         when this one imported TensorFlow with the other Keras (keras_switch.py)."""
         o = self.options
         self._started = time.monotonic()
-        root, trained = self._model_file()
-        likely = keras_switch.likely("auto", root, trained.model_def)
-        local = self._manager_factory is LocalInstanceManager
-        self._counted = count_files(o.data)  # data that is not there: before anything starts
-        with job_start(local, o.num_workers, likely) as standbys:
-            return self._run(root, trained, standbys)
+        claim = OutputClaim(o.output, self.job_name) if o.job_type == "predict" else None
+        with claim or contextlib.nullcontext():  # first: one job per --output
+            o.trained_model = resolve_model_url(o.trained_model)  # once: a newer run may publish
+            root, trained = self._model_file()
+            likely = keras_switch.likely("auto", root, trained.model_def)
+            local = self._manager_factory is LocalInstanceManager
+            self._counted = count_files(o.data)  # data that is not there: before anything starts
+            with job_start(local, o.num_workers, likely) as standbys:
+                return self._run(root, trained, standbys)
 
     def _run(self, root: Path, trained: Any, standbys: Standbys | None) -> InferenceResult:
         o = self.options
@@ -285,7 +304,7 @@ class InferenceJob:
             if config.prediction_dir:
                 _remove(config.prediction_dir)
             raise
-        servicer.admit_workers(lambda: manager.alive(Role.WORKER))
+        servicer.admit_workers(lambda worker_id: manager.is_alive(Role.WORKER, worker_id))
         log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
         tasks = TaskState(servicer)
         supervisor = Supervisor(
@@ -328,10 +347,16 @@ class InferenceJob:
             supervisor.drain_workers(STOP_DRAIN_S)
             seconds = time.monotonic() - supervisor.t0
             report = self._report(tasks, supervisor, status, error, seconds, facts)
+        except Exception as err:  # noqa: BLE001 - after start (a full disk at publishing, ...)
+            status, error = "failed", describe(err)
+            saved = save_traceback(err, work)
+            error += f" (traceback in {saved})" if saved else ""
+            seconds = time.monotonic() - supervisor.t0
+            report = self._report(tasks, supervisor, status, error, seconds, facts)
         finally:
             manager.shutdown()
             server.stop(grace=1.0)
-        views.write(report, work)
+        views.write_logged(report, work)
         if status != "succeeded":
             if config.prediction_dir:
                 _remove(config.prediction_dir)
@@ -466,6 +491,7 @@ def job_config(
         prediction_dir=prediction_dir,
         keep_columns=kept,
         keras_version=keras_mode.current(),
+        features=trained.feature_columns,
     )
 
 
@@ -481,7 +507,13 @@ def _trained_flags(trained: Any, zoo: Any) -> dict[str, str | None]:
         "optimizer": trained.optimizer,
         "eval_metrics_fn": trained.eval_metrics_fn,
     }
-    plain = load_model_spec(trained.model_def, params=trained.model_def_params, zoo=zoo)
+    plain = load_model_spec(
+        trained.model_def,
+        params=trained.model_def_params,
+        zoo=zoo,
+        features=trained.feature_columns,
+        strict=False,
+    )
     return {
         role: source
         for role, source in recorded.items()

@@ -30,6 +30,7 @@ from elasticdl.runtime import keras_mode
 from elasticdl.runtime.devices import LOCAL_JOB_FLAG
 from elasticdl.runtime.job_config import host_port
 from elasticdl.runtime.master.exits import ExitKind, Role, kind_of_status
+from elasticdl.runtime.master.liveness import Sample, read_sample
 from elasticdl.runtime.master.ports import choose_port
 
 if TYPE_CHECKING:
@@ -96,9 +97,19 @@ class InstanceManager(abc.ABC):
     def alive(self, role: Role) -> list[int]:
         """Indexes of the running instances of `role`."""
 
+    def is_alive(self, role: Role, index: int) -> bool:
+        """Whether instance `index` of `role` runs (the master asks on every worker call:
+        managers answer with a lookup, not a list)."""
+        return index in self.alive(role)
+
     @abc.abstractmethod
     def shutdown(self, grace_s: float = 5.0) -> None:
         """Stop everything: SIGTERM, then SIGKILL after `grace_s`."""
+
+    def sample(self, role: Role, index: int, now: float) -> Sample | None:
+        """A look at the instance's process (state, CPU time: liveness.py), or None where the
+        master cannot see it (a pod). The master tells a slow instance from a hung one by it."""
+        return None
 
     def listen_for_scale(  # noqa: B027 - optional hook
         self, inbox: ScaleInbox, status: StatusSource | None = None
@@ -277,12 +288,21 @@ class LocalInstanceManager(InstanceManager):
         process.popen.send_signal(sig)
         return True
 
+    def sample(self, role: Role, index: int, now: float) -> Sample | None:
+        with self._lock:
+            process = self._running.get((role, index))
+        return None if process is None else read_sample(process.popen.pid, now)
+
     def exits(self, timeout: float) -> list[InstanceExit]:
         return drain_exits(self._exits, timeout)
 
     def alive(self, role: Role) -> list[int]:
         with self._lock:
             return sorted(i for (r, i) in self._running if r == role)
+
+    def is_alive(self, role: Role, index: int) -> bool:
+        with self._lock:
+            return (role, index) in self._running
 
     def shutdown(self, grace_s: float = 5.0) -> None:
         with self._lock:

@@ -12,28 +12,31 @@ import math
 from typing import Any
 
 from elasticdl.runtime.master import report as views
-from elasticdl.runtime.master.events import EvaluationDone, EventLog, LossReported
+from elasticdl.runtime.master.events import EvaluationDone, EventLog, InstanceLost, WorkerLaunched
 
 RECENT_FAILURES = 5
+LISTED_WORKERS = 50
+"""The text lists at most this many workers one by one (the counts by state cover all)."""
 
 
 def _epoch_mean_loss(log: EventLog, epoch: int) -> float | None:
-    losses = [e.loss for e in log.of(LossReported) if e.epoch == epoch and math.isfinite(e.loss)]
-    return round(sum(losses) / len(losses), 6) if losses else None
+    found = log.epoch_loss(epoch)
+    return round(found.mean, 6) if found is not None else None
 
 
 def worker_states(
     log: EventLog, t0: float, alive: list[int], holding: set[int]
 ) -> list[dict[str, Any]]:
     """Every worker the job launched: `training` (alive, holds a task), `idle` (alive, no
-    task), `starting` (launched, not yet seen alive) or how it ended."""
+    task), `starting` (launched, not yet seen alive) or how it ended (its last exit's kind)."""
+    ended = {e.id: e.exit_kind for e in log.of(InstanceLost) if e.role == "worker"}
+    alive_now = set(alive)
     states = []
-    for instance in views.workers_section(log, t0, 0, 0, 0)["instances"]:
-        worker_id = instance["worker_id"]
-        end = instance["exit"]
-        if end is not None:
-            state = end["reason"]
-        elif worker_id in alive:
+    for launch in log.of(WorkerLaunched):
+        worker_id = launch.worker_id
+        if worker_id in ended:
+            state = ended[worker_id]
+        elif worker_id in alive_now:
             state = "training" if worker_id in holding else "idle"
         else:
             state = "starting"
@@ -72,7 +75,7 @@ def status_report(
             "epoch_mean_loss": _epoch_mean_loss(log, snapshot.epoch),
         },
         "workers": worker_states(log, t0, alive, holding),
-        "failures": views.failures_section(log, t0)[-RECENT_FAILURES:],
+        "failures": views.failures_section(log, t0, last=RECENT_FAILURES),
         "metrics": dict(evaluations[-1].metrics) if evaluations else {},
         "metrics_model_version": evaluations[-1].model_version if evaluations else None,
     }
@@ -98,7 +101,15 @@ def format_status(status: dict[str, Any]) -> str:
         counts[w["state"]] = counts.get(w["state"], 0) + 1
     summary = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "none"
     lines.append(f"workers: {summary}")
-    lines += [f"  worker {w['worker_id']}: {w['state']}" for w in workers]
+    shown = workers
+    if len(workers) > LISTED_WORKERS:  # the ones not training say the most
+        shown = [w for w in workers if w["state"] != "training"][:LISTED_WORKERS]
+    lines += [f"  worker {w['worker_id']}: {w['state']}" for w in shown]
+    if len(shown) < len(workers):
+        lines.append(
+            f"  ({len(workers) - len(shown)} more not listed, training ones first; --json "
+            "lists every worker)"
+        )
     failures = status["failures"]
     lines.append(f"recent failures: {len(failures) or 'none'}")
     for f in failures:

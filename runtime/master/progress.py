@@ -124,6 +124,11 @@ class ProgressDisplay:
                 self._loss_sum += loss
                 self._loss_count += 1
 
+    def epoch_losses(self, epoch: int, total: float, count: int) -> None:
+        """The finite losses of `epoch` so far, as their sum and count (what the event log
+        keeps: every report counted, however many), in place of those `add_losses` saw."""
+        self._loss_epoch, self._loss_sum, self._loss_count = epoch, total, count
+
     def epoch_loss(self) -> float | None:
         return self._loss_sum / self._loss_count if self._loss_count else None
 

@@ -8,11 +8,14 @@ cheapest call of the existing `ParameterServer` service (one dictionary comprehe
 the store's lock; no tensors).
 
 Pure core, `PSLiveness` (no I/O, times passed in): probes are sent, then answered or failed.
-A PS is *unresponsive* when at least `min_failures` probes sent after its last answered probe
-have failed and the first of them was sent `timeout_s` or more ago. A probe's deadline is
-`timeout_s`, so a probe answered late (a GC pause, a PS busy applying gradients on a loaded
-2-core machine) but within `timeout_s` proves the PS alive; requiring a second failed probe
-keeps one lost answer (the master itself starved of CPU at the wrong moment) from condemning a
+A PS is *unresponsive* when at least `min_failures` (3) probes sent after its last answered
+probe have failed and the first of them was sent `timeout_s` or more ago. Unresponsive is not
+hung: the supervisor then looks at the process (hangs.py) and kills only a hung one, a
+stopped one past `timeout_s`, any other only past a deadline stretched by the machine's load
+per core (liveness.py), over which the failed probes keep coming.
+A probe answered late (a GC pause, a PS busy applying gradients on a loaded 2-core machine)
+but within its deadline proves the PS alive; requiring several failed probes keeps one lost
+answer (the master itself starved of CPU at the wrong moment) from condemning a
 PS. A PS that has not answered since it was (re)started is *starting*: it is flagged only after
 `start_timeout_s` (a relaunched PS restores its checkpoint and imports TensorFlow first), or
 once it is seen serving by other means (`served`: the model version advanced; without that, a
@@ -54,11 +57,12 @@ from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime import auth
 from elasticdl.runtime.job_config import GRPC_OPTIONS
 from elasticdl.runtime.master.checkpoint_health import ShardWrites
+from elasticdl.runtime.master.liveness import load_factor
 
 TIMEOUT_S = 6.0
 INTERVAL_S = 1.0
 START_TIMEOUT_S = 120.0
-MIN_FAILURES = 2
+MIN_FAILURES = 3
 _MAX_FAILED = 256
 _CHANNEL_OPTIONS = [
     *GRPC_OPTIONS,
@@ -153,19 +157,24 @@ class PSLiveness:
             state.failed.sort()
         state.last_error = error
 
-    def status(self, ps_id: int, now: float) -> str:
-        """ "starting", "alive" or "unresponsive"."""
+    def status(self, ps_id: int, now: float, scale: float = 1.0) -> str:
+        """ "starting", "alive" or "unresponsive"; `scale` stretches the start timeout (the
+        machine's load per core, at least 1: liveness.py). Unresponsive means silent past the
+        base timeout: hangs.py stretches that deadline by the load for a process that is not
+        stopped (a stopped one is found as fast on a loaded machine as on an idle one)."""
         state = self._ps[ps_id]
         if state.answered_at is None:
-            late = now - state.started_at >= self.start_timeout_s
+            late = now - state.started_at >= self.start_timeout_s * max(1.0, scale)
             return "unresponsive" if late else "starting"
-        if len(state.failed) >= self.min_failures and now - state.failed[0] >= self.timeout_s:
+        failed = state.failed
+        if len(failed) >= self.min_failures and now - failed[0] >= self.timeout_s:
             return "unresponsive"
         return "alive"
 
-    def unresponsive(self, now: float) -> list[int]:
-        """Ids of the parameter servers to treat as hung (see the module docstring)."""
-        return [i for i in range(self.num_ps) if self.status(i, now) == "unresponsive"]
+    def unresponsive(self, now: float, scale: float = 1.0) -> list[int]:
+        """Ids of the parameter servers silent past their deadline (see the module docstring):
+        the supervisor judges whether they are hung or slow (hangs.py)."""
+        return [i for i in range(self.num_ps) if self.status(i, now, scale) == "unresponsive"]
 
     def down_since(self, ps_id: int) -> float | None:
         """Send time of the first probe that failed since the last answer (None: none failed).
@@ -201,13 +210,16 @@ class PSHealthMonitor:
         start_timeout_s: float = START_TIMEOUT_S,
         clock: Callable[[], float] = time.monotonic,
         credentials: auth.JobAuth | None = None,
+        load: Callable[[], float] = load_factor,
     ) -> None:
-        """`credentials`: the job's (runtime/auth.py); probes then carry its secret."""
+        """`credentials`: the job's (runtime/auth.py); probes then carry its secret. `load()`:
+        the machine's load per core, which stretches every timeout (liveness.py)."""
         if interval_s <= 0:
             raise ValueError(f"PS health probes need interval_s > 0, got {interval_s}")
         self.timeout_s = timeout_s
         self.interval_s = interval_s
         self._clock = clock
+        self._load = load
         # Re-entrant: a probe's callback may run at once, in the thread that sent it.
         self._lock = threading.RLock()
         self._core = PSLiveness(len(addrs), clock(), timeout_s, start_timeout_s)
@@ -259,12 +271,14 @@ class PSHealthMonitor:
         return auth.channel(addr, self._credentials, _CHANNEL_OPTIONS)
 
     def unresponsive(self, now: float | None = None) -> list[int]:
+        scale = self._load()
         with self._lock:
-            return self._core.unresponsive(self._clock() if now is None else now)
+            return self._core.unresponsive(self._clock() if now is None else now, scale)
 
     def status(self, ps_id: int, now: float | None = None) -> str:
+        scale = self._load()
         with self._lock:
-            return self._core.status(ps_id, self._clock() if now is None else now)
+            return self._core.status(ps_id, self._clock() if now is None else now, scale)
 
     def down_since(self, ps_id: int) -> float | None:
         with self._lock:

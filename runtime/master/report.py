@@ -9,11 +9,17 @@ Documented keys tools rely on: `status` ("succeeded" | "failed" | "stopped"),
 `records.planned/trained/redone`, `workers.launched/failed/relaunched/preempted`,
 `failures`, `recoveries` (`{cause, seconds}`), `metrics`, `throughput.records_per_second`,
 `tasks.by_worker`.
+
+A report stays small at any size: the counts are exact, and each list of details (events,
+task events, exits, failures, recoveries, scaling: `DETAIL_CAP` entries; worker instances:
+`INSTANCES_CAP`) keeps its first and last entries, `left_out` saying how many were left out
+of which list (a job of 1,000 workers that lost 100 of them reports every one; 5,000 do not).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from importlib import resources
@@ -45,6 +51,10 @@ from elasticdl.runtime.master.progress import ProgressDisplay
 from elasticdl.runtime.master.task_state import Snapshot
 
 SCHEMA_NAME = "job_report.schema.json"
+DETAIL_CAP = 200
+"""Entries kept of each list of details in a report (the first and the last halves)."""
+INSTANCES_CAP = 2000
+"""Worker instances kept in a report's `workers.instances` (the first and the last halves)."""
 
 
 def schema() -> dict[str, Any]:
@@ -124,12 +134,15 @@ def _rolled_back(recovered: PSRecovered) -> list[int]:
     return [first, last] if last >= first else []
 
 
-def failures_section(log: EventLog, t0: float) -> list[dict[str, Any]]:
-    """One entry per instance that failed: what, why, when, and how fast it was recovered."""
+def failures_section(log: EventLog, t0: float, last: int | None = None) -> list[dict[str, Any]]:
+    """One entry per instance that failed: what, why, when, and how fast it was recovered
+    (`last`: only the last so many)."""
     found = []
-    for e in log.of(InstanceLost):
-        if not e.failure:
-            continue
+    training: dict[int, WorkerTraining] = {}
+    for started in log.of(WorkerTraining):
+        training.setdefault(started.worker_id, started)
+    failed = [e for e in log.of(InstanceLost) if e.failure]
+    for e in failed[-last:] if last else failed:
         entry: dict[str, Any] = {
             "role": e.role,
             "id": e.id,
@@ -142,11 +155,9 @@ def failures_section(log: EventLog, t0: float) -> list[dict[str, Any]]:
         }
         if e.role == "worker":
             entry["relaunched_as"] = e.relaunched_as
-            training = next(
-                (t for t in log.of(WorkerTraining) if t.worker_id == e.relaunched_as), None
-            )
-            if training is not None and training.at >= e.at:
-                entry["training_again_s"] = _r(training.at - e.at)
+            again = training.get(e.relaunched_as) if e.relaunched_as is not None else None
+            if again is not None and again.at >= e.at:
+                entry["training_again_s"] = _r(again.at - e.at)
         recovered = _ps_recovery(log, e) if e.role == "ps" else None
         if recovered is not None:
             entry["relaunch_s"] = _r(recovered.seconds)
@@ -185,7 +196,7 @@ def recoveries_section(log: EventLog) -> list[dict[str, Any]]:
 
 
 def events_section(log: EventLog, t0: float) -> list[dict[str, Any]]:
-    listed = sorted((e for e in log if e.LISTED), key=lambda e: e.at)
+    listed = sorted(log.listed(), key=lambda e: e.at)
     return [e.as_dict(t0) for e in listed]
 
 
@@ -232,18 +243,92 @@ def shared_sections(
     seconds: float,
 ) -> dict[str, Any]:
     """The sections every job report has, in the same shape: `workers` is (initial,
-    min_workers, target); `records` is what the job processed in `seconds`."""
+    min_workers, target); `records` is what the job processed in `seconds`. Long lists of
+    details are capped (`left_out`: see the module docstring)."""
+    left_out: dict[str, int] = {}
+
+    def cap(path: str, entries: list[Any], limit: int = DETAIL_CAP) -> list[Any]:
+        kept, dropped = capped(entries, limit)
+        if dropped:
+            left_out[path] = dropped
+        return kept
+
+    tasks = tasks_section(log, t0, counts["tasks_finished"], counts["by_worker"])
+    tasks["events"] = cap("tasks.events", tasks["events"])
+    found = workers_section(log, t0, *workers)
+    found["instances"] = cap("workers.instances", found["instances"], INSTANCES_CAP)
+    found["exits"] = cap("workers.exits", found["exits"])
+    found["scaling"] = cap("workers.scaling", found["scaling"])
     return {
-        "tasks": tasks_section(log, t0, counts["tasks_finished"], counts["by_worker"]),
-        "workers": workers_section(log, t0, *workers),
-        "recoveries": recoveries_section(log),
-        "failures": failures_section(log, t0),
-        "events": events_section(log, t0),
-        "chaos": chaos_section(log, t0),
+        "tasks": tasks,
+        "workers": found,
+        "recoveries": cap("recoveries", recoveries_section(log)),
+        "failures": cap("failures", failures_section(log, t0)),
+        "events": cap("events", events_section(log, t0)),
+        "chaos": cap("chaos", chaos_section(log, t0)),
         "throughput": {
             "records_per_second": round(records / max(seconds, 1e-9), 2),
             "seconds": round(seconds, 3),
         },
+        "left_out": left_out,
+    }
+
+
+def capped(entries: list[Any], limit: int) -> tuple[list[Any], int]:
+    """At most `limit` of `entries`: the first half and the last, and how many were left out."""
+    if len(entries) <= limit:
+        return entries, 0
+    head = limit // 2
+    return entries[:head] + entries[len(entries) - (limit - head) :], len(entries) - limit
+
+
+def training_report(
+    log: EventLog,
+    counts: dict[str, Any],
+    *,
+    job_name: str,
+    status: str,
+    error: str,
+    model_def: str,
+    output: str,
+    workers: tuple[int, int, int],
+    num_ps: int,
+    t0: float,
+    seconds: float,
+    preparing_s: float,
+    resumed_from: dict[str, Any] | None = None,
+    final_version: int = 0,
+) -> dict[str, Any]:
+    """A training job's report from its event log and its task counts (`TaskState.counts`):
+    `workers` is (initial, min_workers, target); `seconds` the training time, `preparing_s`
+    the time before it (checking inputs, building the model once)."""
+    # First: it may add its event to the log, which the shared sections list.
+    diverged = diverged_section(log, counts["records"]["skipped_nonfinite_loss"])
+    shared = shared_sections(log, t0, counts, workers, counts["records"]["trained"], seconds)
+    shared["throughput"]["training_seconds"] = shared["throughput"]["seconds"]
+    shared["throughput"]["preparing_seconds"] = round(preparing_s, 3)
+    evaluated = evaluation_section(log)
+    return {
+        "job_name": job_name,
+        "kind": "train",
+        "status": status,
+        "error": error,
+        "model_def": model_def,
+        "output": output,
+        "records": counts["records"],
+        "epochs": counts["epochs"],
+        **shared,
+        "parameter_servers": parameter_servers_section(log, num_ps),
+        "checkpoints": checkpoints_section(log),
+        "checkpoint_failures": checkpoint_failures_section(log, t0),
+        "resumed_from": resumed_from,
+        "model_version": max(counts["model_version"], final_version),
+        "metrics": dict(evaluated[-1]["metrics"]) if evaluated else {},
+        "evaluation": evaluated,
+        "history": history_section(log),
+        "final_loss": final_loss(counts["last_loss"]),
+        "diverged": diverged,
+        "learning": learning_section(log, resumed_from is not None, diverged is not None),
     }
 
 
@@ -273,24 +358,15 @@ def history_section(log: EventLog) -> dict[str, Any]:
     in it (and how many, and the model versions they span); per evaluation, its metrics.
 
     A loss whose epoch is not known (-1) counts in no epoch."""
-    by_epoch: dict[int, list[LossReported]] = {}
-    for e in log.of(LossReported):
-        if e.epoch >= 0 and math.isfinite(e.loss):
-            by_epoch.setdefault(e.epoch, []).append(e)
-    epochs = []
-    for epoch in sorted(by_epoch):
-        points = by_epoch[epoch]
-        epochs.append(
-            {
-                "epoch": epoch,
-                "loss": round(sum(p.loss for p in points) / len(points), 6),
-                "losses_reported": len(points),
-                "model_versions": [
-                    min(p.model_version for p in points),
-                    max(p.model_version for p in points),
-                ],
-            }
-        )
+    epochs = [
+        {
+            "epoch": epoch,
+            "loss": round(found.mean, 6),
+            "losses_reported": found.count,
+            "model_versions": [found.first_version, found.last_version],
+        }
+        for epoch, found in sorted(log.epoch_losses().items())
+    ]
     evaluations = [
         {"model_version": e.model_version, "metrics": dict(e.metrics)}
         for e in log.of(EvaluationDone)
@@ -325,7 +401,9 @@ def diverged_section(log: EventLog, nonfinite_records: int) -> dict[str, Any] | 
     found = log.of(LossDiverged)
     if not found:
         points = sorted(log.of(LossReported), key=lambda e: e.model_version)
-        verdict = divergence([e.loss for e in points], nonfinite_records)
+        verdict = divergence(
+            [e.loss for e in points], nonfinite_records, counts=[e.count for e in points]
+        )
         if verdict is None:
             return None
         found = [
@@ -339,6 +417,21 @@ def diverged_section(log: EventLog, nonfinite_records: int) -> dict[str, Any] | 
     return {"reason": e.reason, "first_loss": _r(e.first_loss), "final_loss": _r(e.final_loss)}
 
 
+def learning_section(log: EventLog, resumed: bool, diverged: bool) -> dict[str, str] | None:
+    """Whether the loss says the model was not learning, or still learning fast when training
+    ended (learning.py), with the flag or WITH key that would help; None when neither (or when
+    it diverged: that verdict is said instead)."""
+    from elasticdl.runtime.master.learning import learning
+
+    if diverged:
+        return None
+    points = sorted(log.of(LossReported), key=lambda e: e.model_version)
+    verdict = learning([(e.epoch, e.loss) for e in points], resumed)
+    if verdict is None:
+        return None
+    return {"verdict": verdict.verdict, "reason": verdict.reason, "hint": verdict.hint}
+
+
 def final_loss(loss: float) -> float | None:
     return loss if math.isfinite(loss) else None
 
@@ -347,6 +440,17 @@ def write(report: dict[str, Any], *directories: Path) -> None:
     text = json.dumps(report, indent=1)
     for directory in directories:
         (directory / "job_report.json").write_text(text)
+
+
+def write_logged(report: dict[str, Any], directory: Path) -> None:
+    """`write` into the log directory; one that vanished or filled up is said in one line
+    (the summary line still says how the job went)."""
+    try:
+        write(report, directory)
+    except OSError as err:
+        logging.getLogger("elasticdl.master").error(
+            "could not write the job report in %s: %s", directory, err.strerror or err
+        )
 
 
 def summary_line(report: dict[str, Any]) -> str:
@@ -370,10 +474,16 @@ def summary_line(report: dict[str, Any]) -> str:
     resumed = report.get("resumed_from")
     if resumed:
         text += f", resumed from model version {resumed['model_version']}"
+        passed = [f"{s['version']} ({s['reason']})" for s in resumed.get("skipped", [])]
+        text += f" (passed over version {', '.join(passed)})" if passed else ""
     if report.get("final_loss") is not None:
         text += f", final loss {report['final_loss']:.4g}"
     if report.get("diverged"):
         text += f", DIVERGED: {report['diverged']['reason']}"
+    learned = report.get("learning")
+    if learned:
+        text += f", {learned['verdict'].replace('_', ' ').upper()}: {learned['reason']}"
+        text += f" ({learned['hint']})"
     if report.get("error"):
         text += f"; error: {report['error']}"
     return text
@@ -411,13 +521,13 @@ class LiveViews:
     def __init__(self, log: EventLog, progress: ProgressDisplay, tensorboard: Any = None) -> None:
         self._log = log
         self._progress = progress
-        self._seen = 0
         self.tensorboard = tensorboard
         """A tensorboard.TensorBoardFeed, or None."""
 
     def update(self, snapshot: Snapshot, workers: int, force: bool = False) -> None:
-        new, self._seen = self._log.since(self._seen, LossReported)
-        self._progress.add_losses([e.loss for e in new], snapshot.epoch)
+        found = self._log.epoch_loss(snapshot.epoch)
+        if found is not None:
+            self._progress.epoch_losses(snapshot.epoch, found.total, found.count)
         self._progress.update(snapshot.records_trained, snapshot.epoch, None, workers, force)
         if self.tensorboard is not None:
             self.tensorboard.update(snapshot, force)

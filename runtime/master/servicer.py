@@ -3,6 +3,11 @@
 Every call takes one lock around the pure `TaskManager`; the servicer adds what the job loop
 needs to watch the workers: tasks finished per worker (chaos triggers), the latest loss and
 model version (progress display, TensorBoard), and non-finite loss counts.
+
+A call's work does not grow with the number of workers (admission is a lookup, a worker's
+tasks are indexed by worker), and every task handed out names how often its worker may call
+(`progress_every_s`, `wait_s`), from the live workers and the master's calls/s budget
+(call_budget.py), so that the master's call rate stays near its budget at any size.
 """
 
 from __future__ import annotations
@@ -10,9 +15,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import grpc
 
@@ -20,6 +26,7 @@ from elasticdl.proto import elasticdl_pb2 as pb
 from elasticdl.proto import elasticdl_pb2_grpc
 from elasticdl.runtime import auth
 from elasticdl.runtime.job_config import GRPC_OPTIONS, host_port
+from elasticdl.runtime.master.call_budget import CallBudget, CallMeter, Pace, pace
 from elasticdl.runtime.master.evaluation import EvaluationRounds
 from elasticdl.runtime.master.scaling import ScaleInbox
 from elasticdl.runtime.master.task_manager import Task, TaskManager
@@ -27,6 +34,11 @@ from elasticdl.runtime.tensor_codec import decode_all
 
 WAIT_TASK = pb.Task(task_id=0, type=pb.WAIT)
 NO_MORE_TASKS = pb.Task(task_id=0, type=pb.TASK_TYPE_UNSPECIFIED)
+RPC_THREADS = 64
+"""The master's handler threads. A handler thread is taken as a call starts and waits for the
+request's message: workers slow to send it (a loaded machine, a slow network) held up to 17 at
+once among 1,000 simulated workers (bench/master_scale.py), and with 16 every other call queued
+behind them for up to 1.5 s. A waiting thread costs no CPU."""
 SCALE_ANSWER_S = 30.0
 """How long a `scale_workers` call waits for the job loop (which answers within a pass)."""
 
@@ -48,6 +60,8 @@ class WorkerStats:
     nonfinite_records: int = 0
     first_progress: dict[int, float] = field(default_factory=dict)
     """When each worker first reported progress (in report order)."""
+    started: list[tuple[int, float]] = field(default_factory=list)
+    """(worker, first progress) since the job loop last took them (TaskState.drain_events)."""
 
 
 class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
@@ -73,8 +87,13 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         self.stats = WorkerStats()
         self.evaluations = EvaluationRounds()
         self._clock = clock
-        self._live_workers: Callable[[], Collection[int]] | None = None
-        self.dispatch_hook: Callable[[int, dict[int, int]], None] | None = None
+        self._is_live: Callable[[int], bool] | None = None
+        self.budget = CallBudget()
+        """The calls/s this master budgets for (call_budget.py)."""
+        self._meter = CallMeter()
+        self._pace = Pace()
+        self._wait = WAIT_TASK
+        self.dispatch_hook: Callable[[int, Mapping[int, int]], None] | None = None
         """Called with the worker id and the tasks finished per worker as a worker starts a
         task, under `lock` (chaos actions that land there: resizing.py). Not as a task is
         handed ahead: every task passes here as it starts, so an action that comes due while
@@ -90,14 +109,41 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         """What a spare is answered: a WAIT naming records it may build and trace its model
         on (shard_name, start, end), or a bare WAIT."""
 
-    def admit_workers(self, live: Callable[[], Collection[int]]) -> None:
-        """Take worker calls only from the ids `live()` returns (the workers the job launched
-        and that are alive); others are refused with PERMISSION_DENIED. Unset: any id."""
-        self._live_workers = live
+    def admit_workers(self, is_live: Callable[[int], bool]) -> None:
+        """Take worker calls only from ids for which `is_live(id)` holds (the workers the job
+        launched and that are alive; asked on every call, so a lookup); others are refused
+        with PERMISSION_DENIED. Unset: any id."""
+        self._is_live = is_live
 
     def offer_warm_up(self, shard_name: str, start: int, end: int) -> None:
         """Spares build and trace their model on records [start, end) of `shard_name`."""
-        self.warm_up = pb.Task(task_id=0, type=pb.WAIT, shard_name=shard_name, start=start, end=end)
+        self.warm_up = pb.Task(
+            task_id=0,
+            type=pb.WAIT,
+            shard_name=shard_name,
+            start=start,
+            end=end,
+            wait_s=self._pace.wait_s,
+        )
+
+    def pace(self, workers: int, now: float) -> Pace:
+        """Derive again how often workers may call (call_budget.py), for `workers` live
+        workers and the other calls measured since the last window; the lock held. Tasks
+        handed out from now on name it."""
+        rate = self._meter.rate_at(now)
+        if rate is None:
+            return self._pace
+        found = pace(self.budget, workers, rate)
+        if found != self._pace:
+            self._pace = found
+            self._wait = pb.Task(task_id=0, type=pb.WAIT, wait_s=found.wait_s)
+            if self.warm_up.shard_name:  # a new message: answers in flight hold the old one
+                warm_up = pb.Task()
+                warm_up.CopyFrom(self.warm_up)
+                warm_up.wait_s = found.wait_s
+                self.warm_up = warm_up
+            self.tasks.progress_times.saw_told(found.progress_every_s)  # no-progress limits
+        return found
 
     def serve_ps_addresses(self, current: Callable[[], Sequence[str]]) -> None:
         """Answer `get_ps_addresses` with `current()` (a relaunched PS may have moved)."""
@@ -110,8 +156,8 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         return pb.PSAddresses(addresses=list(self._ps_addresses()))
 
     def _admit(self, worker_id: int, context: grpc.ServicerContext) -> None:
-        live = self._live_workers
-        if live is not None and worker_id not in live():
+        is_live = self._is_live
+        if is_live is not None and not is_live(worker_id):
             context.abort(
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"worker {worker_id} is not a live worker of this job",
@@ -120,6 +166,7 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     def get_task(self, request: pb.GetTaskRequest, context: grpc.ServicerContext) -> pb.Task:
         self._admit(request.worker_id, context)
         with self.lock:
+            self._meter.count()
             if request.ahead:
                 return self._task_ahead(request.worker_id)
             return self._next_task(request.worker_id)
@@ -128,9 +175,9 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         """A training task to hold ahead (task_manager.py), else WAIT; the lock held."""
         version = self.stats.model_version
         if worker_id in self.standby or (self.stop_at_version and version >= self.stop_at_version):
-            return WAIT_TASK
+            return self._wait
         task = self.tasks.get_ahead(worker_id, self._clock())
-        return WAIT_TASK if task is None else self._message(task)
+        return self._wait if task is None else self._message(task)
 
     def _next_task(self, worker_id: int, held_ahead: int = 0) -> pb.Task:
         """The worker's next task (the lock held): MaxStepsStopping is checked first, and the
@@ -140,7 +187,7 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         if worker_id in self.standby:
             if self.tasks.failure is not None or (self.tasks.finished and self._released):
                 return NO_MORE_TASKS
-            return self.warm_up
+            return self.warm_up if self.warm_up.shard_name else self._wait
         version = self.stats.model_version
         if self.stop_at_version and version >= self.stop_at_version:
             self.tasks.stop_training(
@@ -152,9 +199,9 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         if task is None:
             if self.tasks.failure is not None or (self.tasks.finished and self._released):
                 return NO_MORE_TASKS
-            return WAIT_TASK
+            return self._wait
         if self.dispatch_hook is not None:
-            self.dispatch_hook(worker_id, dict(self.stats.tasks_done))
+            self.dispatch_hook(worker_id, MappingProxyType(self.stats.tasks_done))
         return self._message(task)
 
     def _message(self, task: Task) -> pb.Task:
@@ -169,6 +216,8 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
             skip=task.skip,
             shuffle_seed=task.shuffle_seed,
             extended_config=self._task_config(task) if self._task_config else None,
+            progress_every_s=self._pace.progress_every_s,
+            wait_s=self._pace.wait_s,
         )
 
     def report_progress(
@@ -177,12 +226,16 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         self._admit(request.worker_id, context)
         with self.lock:
             now = self._clock()
-            self.tasks.report_progress(
+            reports = self.tasks.report_progress(
                 request.worker_id, request.task_id, request.records_done, now
             )
-            self.stats.first_progress.setdefault(request.worker_id, now)
-            held = self.tasks.doing(request.worker_id)
-            epoch = next((t.epoch for t in held if t.task_id == request.task_id), -1)
+            if reports == 1:
+                self._meter.count()  # a task's first report comes once a task, whatever the pace
+            if request.worker_id not in self.stats.first_progress:
+                self.stats.first_progress[request.worker_id] = now
+                self.stats.started.append((request.worker_id, now))
+            task = self.tasks.running(request.worker_id, request.task_id)
+            epoch = task.epoch if task is not None else -1
             self._note_loss(request.worker_id, request.model_version, request.loss, epoch)
         return pb.Empty()
 
@@ -191,6 +244,7 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
     ) -> pb.Empty:
         self._admit(request.worker_id, context)
         with self.lock:
+            self._meter.count()
             self._take_result(request)
         return pb.Empty()
 
@@ -201,12 +255,16 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
         `ahead_task_id`, the answer is that task when the worker is to train it now."""
         self._admit(request.worker_id, context)
         with self.lock:
+            self._meter.count()
             self._take_result(request)
             return self._next_task(request.worker_id, held_ahead=request.ahead_task_id)
 
     def _take_result(self, request: pb.ReportTaskResultRequest) -> None:
         records_done = request.exec_counters.get("records_done", -1)
-        owned = any(t.task_id == request.task_id for t in self.tasks.doing(request.worker_id))
+        task = self.tasks.running(request.worker_id, request.task_id)
+        owned = task is not None
+        if task is not None and request.HasField("loss"):  # the task's tail (progress.py)
+            self._note_loss(request.worker_id, request.model_version, request.loss, task.epoch)
         self.tasks.report_result(
             request.worker_id,
             request.task_id,
@@ -228,6 +286,7 @@ class MasterServicer(elasticdl_pb2_grpc.MasterServicer):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad metric states: {err}")
         states = {name: value.copy() for name, value in decoded.items()}
         with self.lock:
+            self._meter.count()
             lineage = self.tasks.lineage_of(request.worker_id, request.task_id)
             if lineage is not None:
                 self.evaluations.report(lineage, states)
@@ -298,7 +357,7 @@ def serve_master(
     With `credentials`, calls without the job's secret are refused (runtime/auth.py).
     `handlers`: further services on the same server (the job's `status`)."""
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="master-rpc"),
+        futures.ThreadPoolExecutor(max_workers=RPC_THREADS, thread_name_prefix="master-rpc"),
         options=GRPC_OPTIONS,
         interceptors=auth.server_interceptors(credentials),
     )

@@ -2,9 +2,9 @@
 
 `Supervisor.watch()` is the job's loop. Each pass it reacts at once to instance exits (refine
 the exit kind with what the master knows, `exits.decide` what to do, requeue the unfinished
-remainder of a lost worker's tasks, relaunch), kills workers whose task timed out, kills and
-relaunches parameter servers that stopped answering liveness probes (a hung PS is the PS's
-failure, not its workers'), fires chaos actions and resize requests (resizing.py), fails the
+remainder of a lost worker's tasks, relaunch), kills the workers and parameter servers that are
+hung, not merely slow (hangs.py: a hung PS is the PS's failure, not its workers'; a slow one is
+waited for), fires chaos actions and resize requests (resizing.py), fails the
 job once fewer than --min_workers workers are alive, and lets the job kind's plug-in do its
 part (evaluation, progress, TensorBoard). Everything it sees and does goes to the event log.
 
@@ -33,9 +33,7 @@ from elasticdl.runtime.master.events import (
     InstanceLost,
     NotRelaunched,
     PSRecovered,
-    PSUnresponsive,
     RelaunchRefused,
-    TaskTimeout,
     WorkerLaunched,
     WorkerRelaunched,
 )
@@ -53,6 +51,7 @@ from elasticdl.runtime.master.exits import (
     last_line,
     refine,
 )
+from elasticdl.runtime.master.hangs import Hangs
 from elasticdl.runtime.master.instances import InstanceExit, InstanceManager
 from elasticdl.runtime.master.resizing import Resizer
 from elasticdl.runtime.master.scaling import ScaleInbox
@@ -175,8 +174,7 @@ class Supervisor:
         self._relaunches = 0
         self._ps_relaunches = 0
         self._sent: dict[tuple[Role, int], tuple[Why, str]] = {}
-        self._timed_out: dict[int, tuple[float, str]] = {}
-        self._hung_ps: dict[int, float] = {}
+        self.hangs = Hangs(self)
         self._ports_taken: dict[int, int] = {}
         """Per PS: its exits in a row for a port that was taken (exits.PORT_RETRIES)."""
         self._ps_starts: dict[int, int] = {}
@@ -233,12 +231,13 @@ class Supervisor:
 
     def active_workers(self) -> list[int]:
         """Workers alive and not on their way out (spares are not the job's workers yet)."""
-        spares = self.spares.ids
-        return [w for w in self.manager.alive(Role.WORKER) if w not in self.retired | spares]
+        leaving = self.retired | self.spares.ids
+        return [w for w in self.manager.alive(Role.WORKER) if w not in leaving]
 
     def workers_alive(self) -> list[int]:
         """Workers alive, those on their way out included, spares not."""
-        return [w for w in self.manager.alive(Role.WORKER) if w not in self.spares.ids]
+        spares = self.spares.ids
+        return [w for w in self.manager.alive(Role.WORKER) if w not in spares]
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -256,16 +255,18 @@ class Supervisor:
                     raise StopRequested(self._stop_reason)
                 for exit_ in self.manager.exits(timeout=LOOP_S):
                     self.on_exit(exit_)
-                self._check_ps_liveness()
+                self.hangs.observe(time.monotonic())
+                self.hangs.check_ps(time.monotonic())
                 self.plugin.on_pass(self)
                 failure = self.tasks.failure()
                 if failure is not None:
                     raise JobFailed(failure)
                 if self.plugin.done(self.tasks):
                     break
+                self.tasks.pace(len(self.workers_alive()), time.monotonic())
                 if not self._ps_down():
-                    for expired in self.tasks.expired(time.monotonic()):
-                        self._on_timeout(expired.worker_id, expired.task_id, expired.timeout_s)
+                    now = time.monotonic()
+                    self.hangs.check_workers(self.tasks.expired(now), now)
                 done = self.tasks.tasks_done()
                 self.resizer.on_pass(done)
                 finishing = self._stopping or self.tasks.finished()
@@ -303,34 +304,9 @@ class Supervisor:
             return f"{text}: {len(failed)} worker failures, each {last.cause}"
         return f"{text}: {len(failed)} worker failure(s), the last: worker {last.id} {last.cause}"
 
-    def _on_timeout(self, worker_id: int, task_id: int, timeout_s: float) -> None:
-        """Kill a worker whose task made no progress for the task timeout (once)."""
-        if worker_id in self._timed_out:
-            return  # killed already; its exit is on its way
-        now = time.monotonic()
-        self.events.add(TaskTimeout(now, worker_id, task_id, timeout_s))
-        cause = (
-            f"hung: no progress on task {task_id} for more than the task timeout "
-            f"({timeout_s:.1f} s); killed by the master with SIGKILL"
-        )
-        self._timed_out[worker_id] = (now, cause)
-        self.retired.discard(worker_id)
-        self.send(Role.WORKER, worker_id, signal.SIGKILL, Why.TIMEOUT, "task timeout")
-
     def _ps_down(self) -> bool:
         """A PS is being replaced: workers stall through no fault of theirs (no timeouts)."""
-        return bool(self._hung_ps) or any(t.is_alive() for t in self._recoveries)
-
-    def _check_ps_liveness(self) -> None:
-        """A PS that stopped answering probes is killed; its exit (`hung`) relaunches it."""
-        for ps_id, since in self.plugin.unresponsive_ps(time.monotonic()):
-            if ps_id in self._hung_ps or ps_id not in self.manager.alive(Role.PS):
-                continue
-            now = time.monotonic()
-            self._hung_ps[ps_id] = since
-            self.events.add(PSUnresponsive(now, ps_id, now - since))
-            words = f"hung: answered no liveness probe for {now - since:.1f} s"
-            self.send(Role.PS, ps_id, signal.SIGKILL, Why.HUNG, words)
+        return bool(self.hangs.hung_ps) or any(t.is_alive() for t in self._recoveries)
 
     # -- exits ---------------------------------------------------------------------------------
 
@@ -354,8 +330,8 @@ class Supervisor:
         kind = refine(exit_.kind, why, work_left=not finished)
         tail = last_line(exit_.log_tail)
         detected_at, cause = exit_.at, ""
-        if kind is ExitKind.TIMED_OUT and index in self._timed_out:
-            detected_at, cause = self._timed_out.pop(index)
+        if kind is ExitKind.TIMED_OUT and index in self.hangs.timed_out:
+            detected_at, cause = self.hangs.timed_out.pop(index)
         cause = cause or cause_of(kind, exit_.exit_code, exit_.signal, words, exit_.message, tail)
         detail = exit_.describe() + (f": {tail}" if tail and kind is ExitKind.FAILED else "")
         lost = dict(
@@ -433,7 +409,7 @@ class Supervisor:
     def _on_ps_exit(self, exit_: InstanceExit, why: Why | None, words: str) -> None:
         index = exit_.index
         kind = refine(exit_.kind, why, work_left=True)
-        detected_at = self._hung_ps.pop(index, exit_.at)
+        detected_at = self.hangs.hung_ps.pop(index, exit_.at)
         tail = last_line(exit_.log_tail)
         cause = cause_of(kind, exit_.exit_code, exit_.signal, words, exit_.message, tail)
         phase = self._phase(self.tasks.finished())

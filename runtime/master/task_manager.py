@@ -98,6 +98,46 @@ class _Running:
     """Held ahead of the worker's current task, not started (see the module docstring)."""
 
 
+class _Doing:
+    """The tasks being run or held ahead, by task id and by worker: what a worker's call looks
+    up costs the same whatever the number of workers (nothing scans every running task)."""
+
+    def __init__(self) -> None:
+        self._by_task: dict[int, _Running] = {}
+        self._by_worker: dict[int, dict[int, _Running]] = {}
+
+    def add(self, running: _Running) -> None:
+        self._by_task[running.task.task_id] = running
+        self._by_worker.setdefault(running.worker_id, {})[running.task.task_id] = running
+
+    def pop(self, task_id: int) -> _Running:
+        running = self._by_task.pop(task_id)
+        held = self._by_worker[running.worker_id]
+        del held[task_id]
+        if not held:
+            del self._by_worker[running.worker_id]
+        return running
+
+    def get(self, task_id: int) -> _Running | None:
+        return self._by_task.get(task_id)
+
+    def of(self, worker_id: int) -> list[_Running]:
+        """The worker's tasks, in the order it got them."""
+        return list(self._by_worker.get(worker_id, {}).values())
+
+    def values(self) -> list[_Running]:
+        return list(self._by_task.values())
+
+    def workers(self) -> set[int]:
+        return set(self._by_worker)
+
+    def num_workers(self) -> int:
+        return len(self._by_worker)
+
+    def __len__(self) -> int:
+        return len(self._by_task)
+
+
 @dataclass(frozen=True)
 class Event:
     """Something that happened to the job, for the job report and the log."""
@@ -284,7 +324,7 @@ class TaskManager:
         self.task_type = task_type
         self._shards = list(shards)
         self._todo: deque[Task] = deque()
-        self._doing: dict[int, _Running] = {}
+        self._doing = _Doing()
         self._resumed = resumed or Resumed()
         self._next_id = self._resumed.first_task_id
         self._next_epoch = 0
@@ -341,7 +381,7 @@ class TaskManager:
             self._todo = deque(t for t in self._todo if t.type != TaskType.TRAINING)
         elif not any(t.type == TaskType.TRAINING for t in self._todo):
             self._plan_next_epoch()
-        for running in [r for r in self._doing.values() if r.worker_id == worker_id and r.ahead]:
+        for running in [r for r in self._doing.of(worker_id) if r.ahead]:
             evaluations_first = bool(self._todo) and self._todo[0].type != TaskType.TRAINING
             if running.task.task_id != held_ahead or evaluations_first:
                 self._put_back(running)  # not named: its answer never reached the worker
@@ -354,7 +394,7 @@ class TaskManager:
         task = self._todo.popleft()
         first = worker_id not in self._workers_seen
         self._workers_seen.add(worker_id)
-        self._doing[task.task_id] = _Running(task, worker_id, now, now, first=first)
+        self._doing.add(_Running(task, worker_id, now, now, first=first))
         self._note_handout(task)
         return task
 
@@ -363,18 +403,18 @@ class TaskManager:
         the module docstring for when one is handed out)."""
         if self.failure is not None or self.training_stopped:
             return None
-        held = [r for r in self._doing.values() if r.worker_id == worker_id]
+        held = self._doing.of(worker_id)
         if (
             len(held) != 1
             or held[0].ahead
             or held[0].task.type != TaskType.TRAINING
             or not self._todo
             or self._todo[0].type != TaskType.TRAINING
-            or len(self._todo) < len(self.holders())
+            or len(self._todo) < self._doing.num_workers()
         ):
             return None
         task = self._todo.popleft()
-        self._doing[task.task_id] = _Running(task, worker_id, now, now, ahead=True)
+        self._doing.add(_Running(task, worker_id, now, now, ahead=True))
         self._note_handout(task)
         return task
 
@@ -384,17 +424,18 @@ class TaskManager:
 
     def _put_back(self, running: _Running) -> None:
         """An unstarted task held ahead goes back to the queue, behind queued evaluations."""
-        del self._doing[running.task.task_id]
+        self._doing.pop(running.task.task_id)
         first_training = next(
             (i for i, t in enumerate(self._todo) if t.type == TaskType.TRAINING), len(self._todo)
         )
         self._todo.insert(first_training, running.task)
 
-    def report_progress(self, worker_id: int, task_id: int, records_done: int, now: float) -> bool:
-        """Record cumulative progress within a task; False if the task is not this worker's."""
+    def report_progress(self, worker_id: int, task_id: int, records_done: int, now: float) -> int:
+        """Record cumulative progress within a task; the task's reports so far, this one
+        counted (0: the task is not this worker's)."""
         running = self._doing.get(task_id)
         if running is None or running.worker_id != worker_id:
-            return False
+            return 0
         if running.task.type == TaskType.TRAINING:
             waited = now - running.last_progress_at
             if running.reports:
@@ -408,7 +449,7 @@ class TaskManager:
                 self._count_trained(running.task, running.records_done, done)
             running.records_done = done
         running.last_progress_at = now
-        return True
+        return running.reports
 
     def _count_trained(self, task: Task, old: int, new: int, redone: bool = False) -> None:
         """Records `old`..`new` of a training task were trained; those an earlier run of a
@@ -438,7 +479,7 @@ class TaskManager:
         if not error:
             done = running.task.num_records if records_done < 0 else records_done
             self.report_progress(worker_id, task_id, done, now)
-            del self._doing[task_id]
+            self._doing.pop(task_id)
             if running.records_done < running.task.num_records:
                 self._requeue(
                     running, now, cause="worker read fewer records than planned", count_failure=True
@@ -450,7 +491,7 @@ class TaskManager:
             return
         if records_done >= 0:
             self.report_progress(worker_id, task_id, records_done, now)
-        del self._doing[task_id]
+        self._doing.pop(task_id)
         self._requeue(running, now, cause=f"task error: {error}", count_failure=True, error=error)
 
     def recover_worker(
@@ -475,13 +516,13 @@ class TaskManager:
         `count_failure=False`.
         """
         requeued: list[Task] = []
-        held = [r for r in self._doing.values() if r.worker_id == worker_id]
+        held = self._doing.of(worker_id)
         for running in sorted(held, key=lambda r: not r.ahead):  # the remainder ends up first
             if running.ahead:
                 self._put_back(running)
                 continue
             task_id = running.task.task_id
-            del self._doing[task_id]
+            self._doing.pop(task_id)
             reached = (applied or {}).get(task_id, 0)
             if running.task.type == TaskType.TRAINING and reached > running.records_done:
                 reached = min(reached, running.task.num_records)
@@ -587,10 +628,8 @@ class TaskManager:
 
     def lineage_of(self, worker_id: int, task_id: int) -> int | None:
         """The lineage of a task `worker_id` is running, None if it is not running it."""
-        running = self._doing.get(task_id)
-        if running is None or running.worker_id != worker_id:
-            return None
-        return running.task.lineage
+        task = self.running(worker_id, task_id)
+        return task.lineage if task is not None else None
 
     def stop_training(self, reason: str, now: float) -> None:
         """End training before its last epoch: no training task is handed out from now on
@@ -601,8 +640,8 @@ class TaskManager:
         self.training_stopped = reason
         self._next_epoch = self.config.num_epochs
         self._todo = deque(t for t in self._todo if t.type != TaskType.TRAINING)
-        for task_id in [i for i, r in self._doing.items() if r.ahead]:
-            del self._doing[task_id]
+        for task_id in [r.task.task_id for r in self._doing.values() if r.ahead]:
+            self._doing.pop(task_id)
         self.events.append(Event("training_stopped", now, detail=reason))
 
     # -- job state -----------------------------------------------------------------------------
@@ -627,18 +666,18 @@ class TaskManager:
             and self._next_epoch >= self.config.num_epochs
         )
 
-    @property
-    def pending(self) -> int:
-        return len(self._todo) + len(self._doing)
-
     def doing(self, worker_id: int | None = None) -> list[Task]:
-        return [
-            r.task for r in self._doing.values() if worker_id is None or r.worker_id == worker_id
-        ]
+        running = self._doing.values() if worker_id is None else self._doing.of(worker_id)
+        return [r.task for r in running]
+
+    def running(self, worker_id: int, task_id: int) -> Task | None:
+        """Task `task_id` if `worker_id` runs it or holds it ahead, else None."""
+        running = self._doing.get(task_id)
+        return running.task if running is not None and running.worker_id == worker_id else None
 
     def holders(self) -> set[int]:
         """The workers that hold a task now."""
-        return {r.worker_id for r in self._doing.values()}
+        return self._doing.workers()
 
     @property
     def epoch(self) -> int:

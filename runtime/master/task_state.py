@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from elasticdl.runtime.data.shards import Shard
+from elasticdl.runtime.master.call_budget import Pace
 from elasticdl.runtime.master.events import EventLog, LossReported, TaskEvent, WorkerTraining
 from elasticdl.runtime.master.servicer import MasterServicer
 from elasticdl.runtime.master.task_manager import (
@@ -53,8 +54,6 @@ class TaskState:
         self._stats = servicer.stats
         self._lock = servicer.lock
         self._events_seen = 0
-        self._losses_seen = 0
-        self._training_seen = 0
 
     # -- what the supervisor needs ---------------------------------------------------------------
 
@@ -88,6 +87,12 @@ class TaskState:
         lock (chaos actions land there: resizing.py)."""
         with self._lock:
             self._servicer.dispatch_hook = hook
+
+    def pace(self, workers: int, now: float) -> Pace:
+        """How often workers may call, derived again for `workers` live workers (the job loop
+        asks each pass; the servicer's meter decides when a window has passed)."""
+        with self._lock:
+            return self._servicer.pace(workers, now)
 
     def set_standby(self, worker_ids: set[int]) -> None:
         """The spare workers now: they are answered WAIT until they leave this set."""
@@ -177,14 +182,13 @@ class TaskState:
     # -- the event log and the report --------------------------------------------------------
 
     def drain_events(self, log: EventLog) -> None:
-        """Move the task manager's new events and the workers' new loss reports into `log`."""
+        """Move the task manager's new events and the workers' new loss reports into `log`
+        (the servicer keeps none of them once moved)."""
         with self._lock:
             new = self._tasks.events[self._events_seen :]
             self._events_seen += len(new)
-            losses = self._stats.losses[self._losses_seen :]
-            self._losses_seen += len(losses)
-            training = list(self._stats.first_progress.items())[self._training_seen :]
-            self._training_seen += len(training)
+            losses, self._stats.losses = self._stats.losses, []
+            training, self._stats.started = self._stats.started, []
         for e in new:
             log.add(TaskEvent(e.at, e.kind, e.seconds, e.worker_id, e.task_id, e.detail))
         for worker_id, at in training:

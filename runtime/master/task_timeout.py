@@ -1,12 +1,14 @@
 """How long a task may go without progress before its worker is taken for hung: pure logic.
 
 A training worker reports progress after a minibatch at most every 0.1 s
-(`worker/progress.py`), so the time between two reports is 0.1 s or one minibatch (a pull, a
+(`worker/progress.py`), or as seldom as the master asks when it serves many workers
+(call_budget.py), so the time between two reports is that interval or one minibatch (a pull, a
 step, a push), whichever is longer, and a hang shows as a missing report long before a whole
 task's time. The limit is derived from what the job has seen, by situation:
 
 - a training task that has reported progress: `factor` x the longest gap seen between two
-  reports of any training task, at least `floor_s`;
+  reports of any training task, or the longest interval the master asked for (`told`) if
+  longer, at least `floor_s`;
 - a training task handed out but not yet reported (reading its shard, building its input
   pipeline): also `factor` x the longest such lead seen;
 - a worker's *first* task before its first report also builds the model and traces the input
@@ -50,9 +52,14 @@ class ProgressTimes:
     """From handing out a worker's first training task to its first report."""
     durations: dict[int, float] = field(default_factory=dict)
     """Task type -> the longest finished task of that type that reports no progress."""
+    told: float | None = None
+    """The longest interval between progress reports the master asked workers for."""
 
     def saw_gap(self, seconds: float) -> None:
         self.gap = _longest(self.gap, seconds)
+
+    def saw_told(self, seconds: float) -> None:
+        self.told = _longest(self.told, seconds)
 
     def saw_lead(self, seconds: float, first: bool) -> None:
         if first:
@@ -85,7 +92,7 @@ def no_progress_limit(
         if slowest is None:
             return max(least, config.first_task_timeout_s)
         return max(least, config.factor * slowest)
-    seen = [times.gap]
+    seen = [times.gap, times.told]
     if not reported:
         seen.append(times.lead)
         if first:

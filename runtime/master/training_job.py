@@ -2,8 +2,9 @@
 
 `TrainingJob.run()` is the whole life of a job:
 
-1. check the inputs (model definition and params, data, output location, the checkpoint to
-   start from) and build the model once on the first records, before starting any process, so
+1. claim `--output` (output_claim.py: a second job on it fails at once), then check the
+   inputs (model definition and params, data, output location, the checkpoint to start
+   from) and build the model once on the first records, before starting any process, so
    bad input fails in seconds with one clear line;
 2. serve the Master gRPC service; the supervisor (supervisor.py) starts the parameter servers
    and the workers and watches them, with the training plug-in (training_plugin.py): PS
@@ -33,11 +34,13 @@ from typing import Any
 
 from elasticdl.runtime import auth
 from elasticdl.runtime.callbacks import CallbackError, EarlyStopper, JobCallbacks
+from elasticdl.runtime.data.metadata import DatasetMetadata
 from elasticdl.runtime.data.planner import count_files
 from elasticdl.runtime.data.recordio import read_records
-from elasticdl.runtime.data.shards import plan_shards
+from elasticdl.runtime.data.shards import plan_shards, task_size
 from elasticdl.runtime.job_config import JobConfig, host_port
-from elasticdl.runtime.master import keras_switch
+from elasticdl.runtime.job_options import auto_minibatch
+from elasticdl.runtime.master import console, keras_switch
 from elasticdl.runtime.master import report as views
 from elasticdl.runtime.master.bounds import job_bound
 from elasticdl.runtime.master.chaos import parse_chaos
@@ -45,10 +48,11 @@ from elasticdl.runtime.master.curves import FILE_NAME as CURVES_FILE
 from elasticdl.runtime.master.curves import write_png as write_curves
 from elasticdl.runtime.master.events import CheckpointFound, EventLog, JobStopped
 from elasticdl.runtime.master.export import export_model, write_trained_model
+from elasticdl.runtime.master.heap import QuietHeap
 from elasticdl.runtime.master.instances import InstanceManager, LocalInstanceManager, Role
 from elasticdl.runtime.master.live_status import status_report
 from elasticdl.runtime.master.options import TrainOptions
-from elasticdl.runtime.master.preflight import build_model_once, init_checkpoint_version
+from elasticdl.runtime.master.preflight import build_model_once, init_checkpoint_version, job_spec
 from elasticdl.runtime.master.progress import ProgressDisplay
 from elasticdl.runtime.master.progress_journal import ProgressJournal, open_journal
 from elasticdl.runtime.master.ps_health import PSHealthMonitor
@@ -71,8 +75,9 @@ from elasticdl.runtime.master.task_manager import (
 from elasticdl.runtime.master.task_state import TaskState
 from elasticdl.runtime.master.tensorboard import open_feed, set_aside_default
 from elasticdl.runtime.master.training_plugin import Evaluations, TrainingPlugin
-from elasticdl.runtime.model_spec import load_model_spec
-from elasticdl.runtime.outputs import PublishError, check_output, publish, staging_dir
+from elasticdl.runtime.one_line import describe, save_traceback
+from elasticdl.runtime.output_claim import OutputClaim
+from elasticdl.runtime.outputs import OutputError, check_output, publish, staging_dir
 from elasticdl.runtime.zoo_source import ZooSource, resolve_zoo
 
 log = logging.getLogger("elasticdl.master")
@@ -113,6 +118,7 @@ class TrainingJob:
         self.job_name = options.job_name or f"train-{uuid.uuid4().hex[:8]}"
         parse_chaos(options.chaos)  # bad --chaos fails here, before anything starts
         self.events = EventLog()
+        self.events.listen(console.log_event)  # lost roles named as it happens
         self._eval_shards: list[Any] = []
         self._warm_up: tuple[str, int, int] = ("", 0, 0)
         self._eval_metrics: Any = None
@@ -135,20 +141,16 @@ class TrainingJob:
 
     def _prepare(self, zoo: ZooSource) -> tuple[JobConfig, TaskManager, list[bytes], Path]:
         o = self.options
-        spec = load_model_spec(
-            o.model_def,
-            params=o.params,
-            dataset_fn=o.dataset_fn,
-            loss=o.loss,
-            optimizer=o.optimizer,
-            eval_metrics_fn=o.eval_metrics_fn,
-            zoo=zoo,
-        )
-        self._spec = spec
         files = self._files
-        shards = plan_shards(files, o.records_per_task)
+        if o.minibatch_size is None:
+            o.minibatch_size = auto_minibatch(sum(count for _, count in files))
+        size = task_size(files, o.records_per_task, o.num_workers, o.minibatch_size)
+        shards = plan_shards(files, size)
         if not shards:
             raise ValueError(f"--training_data {o.training_data!r}: the files hold no records")
+        sample = list(read_records(shards[0].file, 0, min(8, shards[0].num_records)))
+        spec, features = job_spec(o, zoo, DatasetMetadata.for_file(shards[0].file, sample[0]))
+        self._spec = spec
         self._bound = job_bound(o, len(shards), "tasks in an epoch", self._manager_factory)
         self._eval_shards = []
         if o.validation_data:
@@ -171,7 +173,6 @@ class TrainingJob:
         if init_dir and init_dir.rstrip("/") == checkpoint_dir.rstrip("/"):
             init_dir = checkpoint_dir  # one spelling: the PS compares them
         self._checkpoint_dir = checkpoint_dir
-        sample = list(read_records(shards[0].file, 0, min(8, shards[0].num_records)))
         first = shards[0]
         self._warm_up = (
             first.file,
@@ -179,10 +180,23 @@ class TrainingJob:
             first.start + min(o.minibatch_size, first.num_records),
         )
         config = job_config(o, self.job_name, zoo, checkpoint_dir, init_dir)
-        config = dataclasses.replace(config, versions_per_epoch=_versions_per_epoch(shards, config))
+        config = dataclasses.replace(
+            config, versions_per_epoch=_versions_per_epoch(shards, config), features=features
+        )
         self._callbacks = _checked_callbacks(spec, self._eval_metrics, bool(self._eval_shards))
         instance = build_model_once(config, sample, shards[0].file, o.model_def, o.params)
-        version = init_checkpoint_version(config, instance)
+        # Told once the job is known to start: a refused job's error stays its one line.
+        if size != o.records_per_task:
+            log.info(
+                "job %s: tasks of %d records, not --records_per_task %d: an epoch has %d tasks "
+                "for %d workers (one to train and one to hold ahead each)",
+                self.job_name,
+                size,
+                o.records_per_task,
+                len(shards),
+                o.num_workers,
+            )
+        version, skipped = init_checkpoint_version(config, instance)
         if version is not None:
             log.info(
                 "job %s starts from checkpoint version %d in %s",
@@ -190,7 +204,7 @@ class TrainingJob:
                 version,
                 config.checkpoint_dir_for_init,
             )
-            self._resumed_from = {"dir": config.checkpoint_dir_for_init, "model_version": version}
+            self._resumed_from = _resumed_from(config, version, skipped, resuming_in_place)
             if o.evaluation_steps:
                 steps = o.evaluation_steps
                 self._first_eval_version = (version // steps + 1) * steps
@@ -235,11 +249,12 @@ class TrainingJob:
         o = self.options
         self._started = time.monotonic()
         local = self._manager_factory is LocalInstanceManager
-        zoo = resolve_zoo(o.model_zoo)  # once: a git zoo's branch may move meanwhile
-        likely = keras_switch.likely(o.keras_version, zoo.root, o.model_def)
-        self._files = count_files(o.training_data)  # bad data fails before anything starts
-        with job_start(local, o.num_ps + o.num_workers, likely) as standbys:
-            return self._run(zoo, standbys)
+        with OutputClaim(o.output, self.job_name):  # first: one job per --output
+            zoo = resolve_zoo(o.model_zoo)  # once: a git zoo's branch may move meanwhile
+            likely = keras_switch.likely(o.keras_version, zoo.root, o.model_def)
+            self._files = count_files(o.training_data)  # bad data fails before anything starts
+            with job_start(local, o.num_ps + o.num_workers, likely) as standbys:
+                return self._run(zoo, standbys)
 
     def _run(self, zoo: ZooSource, standbys: Standbys | None) -> JobResult:
         o = self.options
@@ -272,7 +287,7 @@ class TrainingJob:
             server.stop(grace=None)
             raise
         manager.listen_for_scale(self.scale_inbox, self.live_status)
-        servicer.admit_workers(lambda: manager.alive(Role.WORKER))
+        servicer.admit_workers(lambda worker_id: manager.is_alive(Role.WORKER, worker_id))
         log.info("job %s: master on %s, logs in %s", self.job_name, master_addr, work)
         tasks = TaskState(servicer)
         supervisor = Supervisor(
@@ -306,9 +321,11 @@ class TrainingJob:
         live = views.LiveViews(self.events, progress, feed)
         error, status, training_s = "", "failed", 0.0
         ps_client = health = plugin = None
+        heap = QuietHeap()
         try:
             with stop_on_signals(supervisor):
                 supervisor.start()
+                heap.start()
                 if standbys is not None:
                     standbys.close()
                 from elasticdl.runtime.ps.client import PSClient
@@ -335,6 +352,7 @@ class TrainingJob:
                     health,
                     o.num_ps,
                     self._journal,
+                    heap,
                 )
                 supervisor.watch()
             tasks.release_workers()
@@ -365,17 +383,16 @@ class TrainingJob:
                 report = self._report(
                     tasks, "succeeded", "", training_s, supervisor, pulled.version
                 )
-                if facts.get("loss_units"):
-                    report["loss_units"] = facts["loss_units"]
-                views.write(report, staged, work)
+                report.update({k: v for k, v in facts.items() if v})
+                views.write(report, staged)
                 write_curves(report["history"], staged / CURVES_FILE)
                 write_trained_model(trained, staged)
                 publish(staged, o.output)
-            except PublishError as err:
+                views.write_logged(report, work)  # "succeeded" only once it is
+            except OutputError as err:  # PublishError included
                 raise JobFailed(str(err)) from None
-            except OSError as err:  # staging the model: TMPDIR full, say
-                cause = err.strerror or str(err)
-                raise JobFailed(f"could not stage the model in {staged}: {cause}") from None
+            except Exception as err:  # staging: a full TMPDIR (OSError, TF's ResourceExhausted)
+                raise JobFailed(f"could not stage the model in {staged}: {describe(err)}") from None
             finally:
                 shutil.rmtree(staged, ignore_errors=True)
             status = "succeeded"
@@ -388,9 +405,15 @@ class TrainingJob:
             log.warning("job %s: %s: workers finish their minibatch", self.job_name, stop)
             self.scale_inbox.close(f"job {self.job_name} is stopping")
             supervisor.drain_workers(STOP_DRAIN_S)
+        except Exception as err:  # noqa: BLE001 - after start: one line, a report, no traceback
+            error = describe(err)
+            saved = save_traceback(err, work)
+            log.debug("job %s failed", self.job_name, exc_info=err)
+            error += f" (traceback in {saved})" if saved else ""
         finally:
             if plugin is not None and status != "succeeded":
                 plugin.journal_progress(tasks)
+            heap.stop()
             if health is not None:
                 health.stop()
             self.scale_inbox.close(f"job {self.job_name} has ended")
@@ -407,7 +430,7 @@ class TrainingJob:
             tasks.drain_events(self.events)
             seconds = training_s or time.monotonic() - supervisor.t0
             report = self._report(tasks, status, error, seconds, supervisor)
-            views.write(report, work)
+            views.write_logged(report, work)
             log.error("job %s %s: %s (report and logs in %s)", self.job_name, status, error, work)
         log.info("%s", summary_line(report))
         return JobResult(status, o.output, report, error)
@@ -437,60 +460,57 @@ class TrainingJob:
         supervisor: Supervisor,
         final_version: int = 0,
     ) -> dict[str, Any]:
-        self._find_checkpoints()
-        counts = tasks.counts()
+        find_checkpoints(self.events, self._checkpoint_dir)
         o = self.options
-        # First: it may add its event to the log, which the shared sections list.
-        diverged = views.diverged_section(self.events, counts["records"]["skipped_nonfinite_loss"])
-        shared = views.shared_sections(
+        return views.training_report(
             self.events,
-            supervisor.t0,
-            counts,
-            (o.num_workers, o.min_workers, supervisor.target),
-            counts["records"]["trained"],
-            seconds,
+            tasks.counts(),
+            job_name=self.job_name,
+            status=status,
+            error=error,
+            model_def=o.model_def,
+            output=o.output,
+            workers=(o.num_workers, o.min_workers, supervisor.target),
+            num_ps=o.num_ps,
+            t0=supervisor.t0,
+            seconds=seconds,
+            preparing_s=supervisor.t0 - self._started,
+            resumed_from=self._resumed_from,
+            final_version=final_version,
         )
-        shared["throughput"]["training_seconds"] = shared["throughput"]["seconds"]
-        shared["throughput"]["preparing_seconds"] = round(supervisor.t0 - self._started, 3)
-        evaluated = views.evaluation_section(self.events)
-        return {
-            "job_name": self.job_name,
-            "kind": "train",
-            "status": status,
-            "error": error,
-            "model_def": o.model_def,
-            "output": o.output,
-            "records": counts["records"],
-            "epochs": counts["epochs"],
-            **shared,
-            "parameter_servers": views.parameter_servers_section(self.events, o.num_ps),
-            "checkpoints": views.checkpoints_section(self.events),
-            "checkpoint_failures": views.checkpoint_failures_section(self.events, supervisor.t0),
-            "resumed_from": self._resumed_from,
-            "model_version": max(counts["model_version"], final_version),
-            "metrics": dict(evaluated[-1]["metrics"]) if evaluated else {},
-            "evaluation": evaluated,
-            "history": views.history_section(self.events),
-            "final_loss": views.final_loss(counts["last_loss"]),
-            "diverged": diverged,
-        }
 
-    def _find_checkpoints(self) -> None:
-        """Log the valid checkpoints under the job's checkpoint directory, oldest first."""
-        from elasticdl.runtime.ps import checkpoint
 
-        directory = self._checkpoint_dir
-        if not directory or self.events.of(CheckpointFound):
-            return
-        try:
-            versions = checkpoint.valid_versions(directory)
-        except Exception as err:  # noqa: BLE001 - the report is informative, not vital
-            log.warning("could not list checkpoints in %s: %s", directory, err)
-            return
-        root, now = directory.rstrip("/"), time.monotonic()
-        for v in versions:
-            path = f"{root}/{checkpoint.version_dirname(v)}"
-            self.events.add(CheckpointFound(now, v, path))
+def find_checkpoints(events: EventLog, directory: str) -> None:
+    """Log the valid checkpoints under the job's checkpoint directory, oldest first (once)."""
+    from elasticdl.runtime.ps import checkpoint
+
+    if not directory or events.of(CheckpointFound):
+        return
+    try:
+        versions = checkpoint.valid_versions(directory)
+    except Exception as err:  # noqa: BLE001 - the report is informative, not vital
+        log.warning("could not list checkpoints in %s: %s", directory, err)
+        return
+    root, now = directory.rstrip("/"), time.monotonic()
+    for v in versions:
+        path = f"{root}/{checkpoint.version_dirname(v)}"
+        events.add(CheckpointFound(now, v, path))
+
+
+def _resumed_from(
+    config: JobConfig, version: int, skipped: list[Any], in_place: bool
+) -> dict[str, Any]:
+    """The report's `resumed_from`; damaged versions of the job's own directory (a resume in
+    place) are set aside, so that nothing restores from, counts or prunes them any more."""
+    found: dict[str, Any] = {"dir": config.checkpoint_dir_for_init, "model_version": version}
+    if skipped:
+        found["skipped"] = [{"version": s.version, "reason": s.reason} for s in skipped]
+    if in_place and skipped:
+        from elasticdl.runtime.ps.checkpoint import set_aside
+
+        for path in set_aside(config.checkpoint_dir_for_init, skipped):
+            log.warning("job %s: a damaged checkpoint is set aside at %s", config.job_name, path)
+    return found
 
 
 def job_config(

@@ -12,7 +12,8 @@
 * evaluation rounds start every --evaluation_steps model versions and once at the end; the
   job is done when every training task and the final evaluation are;
 * each pass moves task events and loss reports into the log and refreshes the progress
-  display and TensorBoard (report.LiveViews).
+  display and TensorBoard (report.LiveViews), and keeps full garbage collections short
+  (heap.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from elasticdl.runtime.master.events import (
     EvaluationStarted,
     EventLog,
 )
+from elasticdl.runtime.master.heap import QuietHeap
 from elasticdl.runtime.master.progress_journal import ProgressJournal
 from elasticdl.runtime.master.ps_health import PSHealthMonitor
 from elasticdl.runtime.master.report import LiveViews
@@ -104,8 +106,10 @@ class TrainingPlugin(JobPlugin):
         health: PSHealthMonitor,
         num_ps: int,
         journal: ProgressJournal | None,
+        heap: QuietHeap | None = None,
     ) -> None:
         self._events = events
+        self._heap = heap
         self._evaluations = evaluations
         self._views = views
         self._checkpoint_dir = checkpoint_dir
@@ -147,6 +151,8 @@ class TrainingPlugin(JobPlugin):
         self.journal_progress(tasks)
         tasks.drain_events(self._events)
         self._views.update(tasks.snapshot(), len(supervisor.workers_alive()))
+        if self._heap is not None:
+            self._heap.tick()
 
     def final_checkpoint_check(self, flush_s: float = 30.0) -> None:
         """At the end: let every PS finish its queued checkpoint writes (up to `flush_s`),

@@ -41,6 +41,7 @@ import threading
 import time
 import uuid
 import zipfile
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +65,25 @@ _KINDS = ("trainable", "non_trainable", "slot", "optimizer")
 
 class CheckpointError(RuntimeError):
     """A checkpoint is missing, incomplete, corrupt or belongs to another model (one line)."""
+
+
+class CheckpointDamaged(CheckpointError):
+    """A shard file cannot be restored from: `reason` says why in a word or two ("truncated",
+    "not an elasticdl checkpoint", "corrupt (...)", "incomplete (...)")."""
+
+    def __init__(self, message: str, reason: str, version: int | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.version = version
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A checkpoint version a resume passed over, and why (`CheckpointDamaged.reason`)."""
+
+    version: int
+    reason: str
+    path: str
 
 
 class CheckpointWriteError(CheckpointError):
@@ -127,6 +147,8 @@ class Checkpoint:
     """Every table's rows over all shards (only the selected shard's with `load_all(only=)`)."""
     embedding_rows: dict[str, int] = field(default_factory=dict)
     """Rows per table in the whole checkpoint (from the headers)."""
+    skipped: list[Skipped] = field(default_factory=list)
+    """Newer versions passed over because they could not be read (`load_all` with no version)."""
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
         """Stable name -> shape of every model variable (trainable and non-trainable)."""
@@ -323,6 +345,99 @@ def latest_valid_version(directory: str) -> int | None:
     return None
 
 
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+def shard_damage(fs: Any, path: str) -> str | None:
+    """Why the shard file at `path` cannot be restored from, or None when it is intact: every
+    byte is read and checked against the zip's CRCs (a whole read, for a resume's choice)."""
+    try:
+        with fs.open(path, "rb") as raw:
+            head = raw.read(4)
+            if not head:
+                return "truncated (empty)"
+            if head != _ZIP_MAGIC:
+                return "not an elasticdl checkpoint"
+            raw.seek(0)
+            try:
+                archive = zipfile.ZipFile(raw)
+            except zipfile.BadZipFile:
+                return "truncated"
+            with archive:
+                if f"{_HEADER}.npy" not in archive.namelist():
+                    return "not an elasticdl checkpoint"
+                bad = archive.testzip()
+                if bad is not None:
+                    return f"corrupt (bad data in {bad})"
+                with archive.open(f"{_HEADER}.npy") as member:
+                    header = json.loads(bytes(np.lib.format.read_array(member)).decode())
+                if not isinstance(header, dict) or "entries" not in header:
+                    return "not an elasticdl checkpoint"
+    except FileNotFoundError:
+        return "missing"
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
+        return f"corrupt ({error})"
+    return None
+
+
+def newest_intact(directory: str) -> tuple[int | None, list[Skipped]]:
+    """The newest version whose shard files are all there and intact (`shard_damage`: every
+    byte read), and the newer versions passed over with why, newest first. The master chooses
+    a resume's version with it and every PS restores by it (`load_all`): the same files give
+    the same answer, so all shards start from one version."""
+    fs, root = _fs(directory)
+    skipped: list[Skipped] = []
+    for version in reversed(_versions_on_disk(fs, root)):
+        folder = posixpath.join(root, version_dirname(version))
+        names = _listing(fs, folder)
+        sets = _complete_sets(names)
+        if not sets:
+            skipped.append(Skipped(version, f"incomplete ({_missing_shards(names)})", folder))
+            continue
+        try:
+            num_ps = _newest_complete_set(fs, folder, sets, directory)
+        except CheckpointDamaged as damaged:
+            skipped.append(Skipped(version, damaged.reason, folder))
+            continue
+        for ps_id in range(num_ps):
+            path = posixpath.join(folder, shard_filename(ps_id, num_ps))
+            damage = shard_damage(fs, path)
+            if damage is not None:
+                skipped.append(Skipped(version, damage, path))
+                break
+        else:
+            return version, skipped
+    return None, skipped
+
+
+def _missing_shards(names: Sequence[str]) -> str:
+    seen: dict[int, set[int]] = {}
+    for name in names:
+        match = _SHARD_FILE.match(name)
+        if match:
+            seen.setdefault(int(match.group(2)), set()).add(int(match.group(1)))
+    if not seen:
+        return "no shard files"
+    n = max(seen, key=lambda k: len(seen[k]))
+    missing = [shard_filename(i, n) for i in sorted(set(range(n)) - seen[n])]
+    return f"missing {', '.join(missing[:3])}"
+
+
+def set_aside(directory: str, skipped: Sequence[Skipped]) -> list[str]:
+    """Rename the version folders of `skipped` to `damaged-version-...` beside them, so that
+    nothing restores from, counts or prunes them any more (their files are kept to look at);
+    returns the new paths. For a job that resumes in its own checkpoint directory."""
+    fs, root = _fs(directory)
+    moved = []
+    for entry in skipped:
+        folder = posixpath.join(root, version_dirname(entry.version))
+        target = posixpath.join(root, f"damaged-{version_dirname(entry.version)}")
+        if fs.exists(folder) and not fs.exists(target):
+            fs.mv(folder, target, recursive=True)
+            moved.append(target)
+    return moved
+
+
 def _read_shard(
     fs: Any,
     path: str,
@@ -353,10 +468,8 @@ def _read_shard(
             if tables:
                 embeddings = embedding_checkpoint.decode(header, table_arrays, keep_rows)
     except (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as error:
-        raise CheckpointError(
-            f"checkpoint {directory}: cannot read {path}: {error} (a corrupt or foreign file; "
-            "delete that version directory to fall back to an older checkpoint)"
-        ) from error
+        reason = shard_damage(fs, path) or f"unreadable ({type(error).__name__}: {error})"
+        raise CheckpointDamaged(f"checkpoint {directory}: {path} is {reason}", reason) from error
     state = ShardState(
         version=int(header["version"]),
         trainable=groups["trainable"],
@@ -405,13 +518,17 @@ def load_all(
 
 
 def check_directory(
-    directory: str, expected: Mapping[str, Sequence[int]], model_def: str = ""
+    directory: str,
+    expected: Mapping[str, Sequence[int]],
+    model_def: str = "",
+    version: int | None = None,
 ) -> int:
-    """Check the latest valid checkpoint in `directory` against a model's variables (stable
-    name -> shape) reading only the files' headers; returns its version. Raises
-    CheckpointError like `load_all` and `check_model`. For a master that builds the model
-    before starting parameter servers (they cannot build a subclassed model without data)."""
-    loaded = _load(directory, None, lambda _: False, tables=False)
+    """Check checkpoint `version` (default: the latest valid one) in `directory` against a
+    model's variables (stable name -> shape) reading only the files' headers; returns its
+    version. Raises CheckpointError like `load_all` and `check_model`. For a master that builds
+    the model before starting parameter servers (they cannot build a subclassed model without
+    data)."""
+    loaded = _load(directory, version, lambda _: False, tables=False)
     check_model(loaded, expected, model_def)
     return loaded.version
 
@@ -423,16 +540,43 @@ def _load(
     keep_rows: Callable[[np.ndarray], np.ndarray] | None = None,
     tables: bool = True,
 ) -> Checkpoint:
+    if version is not None:
+        return _load_version(directory, version, wanted, keep_rows, tables)
+    # The newest intact one, by the rule the master used to choose it (`newest_intact`), so
+    # that every PS restores the same version: a damaged newer one is passed over with a line.
+    version, skipped = newest_intact(directory)
+    for passed in skipped:
+        _log.warning(
+            "skipping checkpoint version %d in %s: %s (%s)",
+            passed.version,
+            directory,
+            passed.reason,
+            passed.path,
+        )
+    if version is not None:
+        loaded = _load_version(directory, version, wanted, keep_rows, tables)
+        loaded.skipped = skipped
+        return loaded
     fs, root = _fs(directory)
-    if version is None:
-        version = latest_valid_version(directory)
-        if version is None:
-            found = _versions_on_disk(fs, root)
-            what = f"only incomplete versions {found}" if found else "no version-* directories"
-            raise CheckpointError(
-                f"no valid checkpoint in {directory} ({what}): check the checkpoint directory "
-                "(wrong --checkpoint_dir_for_init?)"
-            )
+    found = _versions_on_disk(fs, root)
+    what = f"only incomplete versions {found}" if found else "no version-* directories"
+    damaged = [s for s in skipped if not s.reason.startswith("incomplete")]
+    if damaged:
+        what = "; ".join(f"version {s.version} is {s.reason}" for s in damaged)
+    raise CheckpointError(
+        f"no valid checkpoint in {directory} ({what}): check the checkpoint directory "
+        "(wrong --checkpoint_dir_for_init?)"
+    )
+
+
+def _load_version(
+    directory: str,
+    version: int,
+    wanted: Callable[[str], bool] | None,
+    keep_rows: Callable[[np.ndarray], np.ndarray] | None,
+    tables: bool,
+) -> Checkpoint:
+    fs, root = _fs(directory)
     folder = posixpath.join(root, version_dirname(version))
     sets = _complete_sets(_listing(fs, folder))
     if not sets:
@@ -462,7 +606,10 @@ def _load(
         ):
             problem = f"it holds embedding rows of other shards in tables {foreign[:3]}"
         if problem:
-            raise CheckpointError(f"checkpoint {directory}: {path} is inconsistent: {problem}")
+            raise CheckpointDamaged(
+                f"checkpoint {directory}: {path} is inconsistent: {problem}",
+                f"inconsistent ({problem})",
+            )
         merged.model_def = merged.model_def or str(header.get("model_def", ""))
         merged.variable_shapes.update(shapes)
         merged.trainable.update(state.trainable)

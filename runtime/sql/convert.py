@@ -11,7 +11,8 @@ A column's kind is taken from its first non-NULL values; a later value of anothe
 error (SQLite types values, not columns), except integers in a real column.
 
 NULLs follow `on_null`: `error` (the default: name the column and row), `skip` (drop the row,
-counted in the schema) or `fill:VALUE`.
+counted in the schema) or `fill:VALUE`. So do non-finite numbers (NaN, inf, -inf): statistics
+and training need finite ones, and `schema.json` stays strict JSON.
 
 Files are written to a local staging directory and published at the end: renamed into place
 on a local disk; elsewhere uploaded with `schema.json` last, the marker that the data is
@@ -33,7 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -209,105 +210,200 @@ class _Shards:
             self._writer = None
 
 
-class _Columns:
-    """Kinds, NULL handling and statistics of the result's columns."""
+class _NonFinite(Exception):
+    """A batch holds a non-finite number (NaN, ±inf): it is cleaned again, value by value."""
 
-    def __init__(self, names: Sequence[str], kinds: Sequence[Kind], nulls: NullPolicy) -> None:
+
+@dataclass(frozen=True)
+class _Nonfinite:
+    """A non-finite number in a row, marked so the NULL rules (`--on_null`) handle it."""
+
+    value: Any
+
+
+def _is_nonfinite(value: Any) -> bool:
+    if isinstance(value, float | np.floating):
+        return not np.isfinite(value)
+    return isinstance(value, decimal.Decimal) and not value.is_finite()
+
+
+def _marked(row: Sequence[Any]) -> list[Any]:
+    return [_Nonfinite(v) if _is_nonfinite(v) else v for v in row]
+
+
+def _missing(value: Any) -> bool:
+    return value is None or isinstance(value, _Nonfinite)
+
+
+class _Columns:
+    """Kinds, NULL and non-finite handling and statistics of the result's columns.
+
+    A non-finite number (NaN, inf, -inf: a `nan` cell of a CSV file, a NaN in Parquet, a
+    PostgreSQL 'NaN'::real) follows the NULL rules: refused by default, naming the column and
+    where the row came from (`where(i)`, i 0-based), else skipped or filled. Statistics only
+    ever see finite numbers. `from_sql`: the rows are a query's (fixes name the SELECT)."""
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        kinds: Sequence[Kind],
+        nulls: NullPolicy,
+        where: Callable[[int], str] | None = None,
+        from_sql: bool = True,
+    ) -> None:
         self.names = list(names)
         self.kinds = list(kinds)
         self.nulls = nulls
         self.null_counts = [0] * len(names)
+        self.nonfinite_counts = [0] * len(names)
         self.skipped_rows = 0
+        self.skipped_nonfinite = 0
         self.stats: list[Any] = [TextStats() if k == "bytes" else NumericStats() for k in kinds]
         self.fill = [self._fill_value(i) for i in range(len(names))] if nulls.fill else []
+        self._where = where or (lambda row: f"row {row + 1}")
+        self._sql = from_sql
 
     def _fill_value(self, i: int) -> Any:
         text, kind, name = self.nulls.fill, self.kinds[i], self.names[i]
         if kind == "bytes":
             return text
         try:
-            return int(text) if kind == "int64" else float(text)
+            value = int(text) if kind == "int64" else float(text)
         except ValueError:
             raise ConversionError(
                 f"--on_null fill:{text}: {text!r} is not a number, but column {name!r} is "
                 f"{kind}; give a numeric fill value"
             ) from None
+        if not np.isfinite(value):
+            raise ConversionError(
+                f"--on_null fill:{text}: column {name!r} is a number column and the fill value "
+                "must be a finite number (e.g. fill:0)"
+            )
+        return value
 
     def clean(
         self, rows: list[Sequence[Any]], first_row: int, kept: list[int] | None = None
     ) -> list[Any]:
-        """The batch column by column, NULLs handled, values normalized to their kind; the
-        offsets of the rows kept are appended to `kept` when given."""
+        """The batch column by column, NULLs and non-finite numbers handled, values normalized
+        to their kind; the offsets of the rows kept are appended to `kept` when given."""
+        offsets = list(range(len(rows)))
         if any(None in row for row in rows):
-            rows = self._without_nulls(rows, first_row, kept)
-        elif kept is not None:
-            kept.extend(range(len(rows)))
-        if not rows:
-            return [[] for _ in self.names]
-        columns: list[Any] = list(zip(*rows, strict=True))
-        for i, kind in enumerate(self.kinds):
-            columns[i] = self._normalize(i, kind, columns[i], first_row)
+            rows, offsets = self._without_missing(rows, offsets, first_row)
+        try:
+            columns, feed = self._normalized(rows, offsets, first_row)
+        except _NonFinite:  # rare: find them value by value
+            rows, offsets = self._without_missing([_marked(r) for r in rows], offsets, first_row)
+            columns, feed = self._normalized(rows, offsets, first_row)
+        for stats, values in zip(self.stats, feed, strict=True):
+            stats.update(values)
+        if kept is not None:
+            kept.extend(offsets)
         return columns
 
-    def _without_nulls(
-        self, rows: list[Sequence[Any]], first_row: int, kept: list[int] | None
-    ) -> list[Sequence[Any]]:
-        out = []
-        for offset, row in enumerate(rows):
-            if None not in row:
+    def _without_missing(
+        self, rows: list[Sequence[Any]], offsets: list[int], first_row: int
+    ) -> tuple[list[Sequence[Any]], list[int]]:
+        out, out_offsets = [], []
+        for offset, row in zip(offsets, rows, strict=True):
+            missing = [i for i, v in enumerate(row) if _missing(v)]
+            if not missing:
                 out.append(row)
-                if kept is not None:
-                    kept.append(offset)
+                out_offsets.append(offset)
                 continue
-            for i, value in enumerate(row):
-                if value is None:
+            nonfinite = False
+            for i in missing:
+                if row[i] is None:
                     self.null_counts[i] += 1
+                else:
+                    self.nonfinite_counts[i] += 1
+                    nonfinite = True
             if self.nulls.action == "skip":
-                self.skipped_rows += 1
+                if nonfinite:
+                    self.skipped_nonfinite += 1
+                else:
+                    self.skipped_rows += 1
                 continue
             if self.nulls.action == "error":
-                column = self.names[list(row).index(None)]
-                raise ConversionError(
-                    f"column {column!r} is NULL in row {first_row + offset + 1}; filter it "
-                    "in the SELECT or pass --on_null skip or --on_null fill:VALUE"
-                )
-            out.append([self.fill[i] if v is None else v for i, v in enumerate(row)])
-            if kept is not None:
-                kept.append(offset)
-        return out
+                raise self._refused(missing[0], row[missing[0]], first_row + offset)
+            out.append([self.fill[i] if _missing(v) else v for i, v in enumerate(row)])
+            out_offsets.append(offset)
+        return out, out_offsets
 
-    def _normalize(self, i: int, kind: Kind, column: Sequence[Any], first_row: int) -> Any:
+    def _refused(self, i: int, value: Any, row: int) -> ConversionError:
+        column, where = self.names[i], self._where(row)
+        rules = "--on_null skip (drop such rows) or --on_null fill:VALUE"
+        if value is None:
+            if self._sql:
+                return ConversionError(
+                    f"column {column!r} is NULL in {where}; filter it in the SELECT or pass "
+                    "--on_null skip or --on_null fill:VALUE"
+                )
+            return ConversionError(f"column {column!r} is empty in {where}; pass {rules}")
+        fix = "filter it in the SELECT" if self._sql else "correct or remove that row"
+        return ConversionError(
+            f"column {column!r} holds {value.value} in {where}, not a finite number (statistics "
+            f"and training need finite numbers); {fix}, or pass {rules}"
+        )
+
+    def _normalized(
+        self, rows: list[Sequence[Any]], offsets: list[int], first_row: int
+    ) -> tuple[list[Any], list[Any]]:
+        """(columns normalized to their kinds, what each column's statistics take); raises
+        _NonFinite (nothing updated) when a value is a non-finite number."""
+        if not rows:
+            return [[] for _ in self.names], [[] for _ in self.names]
+        columns: list[Any] = list(zip(*rows, strict=True))
+        feed: list[Any] = []
+        for i, kind in enumerate(self.kinds):
+            columns[i], values = self._normalize(i, kind, columns[i], first_row, offsets)
+            feed.append(values)
+        return columns, feed
+
+    def _normalize(
+        self, i: int, kind: Kind, column: Sequence[Any], first_row: int, offsets: list[int]
+    ) -> tuple[Any, Any]:
         if kind == "float":
             if any(isinstance(v, str | bytes | bool) for v in column):
-                bad = next(v for v in column if isinstance(v, str | bytes | bool))
-                raise self._mismatch(i, bad, first_row)
+                at = next(k for k, v in enumerate(column) if isinstance(v, str | bytes | bool))
+                raise self._mismatch(i, column[at], first_row + offsets[at])
             try:
                 array = np.asarray(column, dtype=np.float64)
             except (TypeError, ValueError):
-                bad = next(v for v in column if not isinstance(v, int | float | decimal.Decimal))
-                raise self._mismatch(i, bad, first_row) from None
-            self.stats[i].update(array)
-            return array
+                at = next(
+                    k
+                    for k, v in enumerate(column)
+                    if not isinstance(v, int | float | decimal.Decimal)
+                )
+                raise self._mismatch(i, column[at], first_row + offsets[at]) from None
+            if not np.isfinite(array).all():
+                raise _NonFinite
+            return array, array
         if kind == "int64":
             if not all(type(v) is int for v in column):
-                for value in column:
+                for at, value in enumerate(column):
+                    if _is_nonfinite(value):
+                        raise _NonFinite
                     if not isinstance(value, int | np.integer):
-                        raise self._mismatch(i, value, first_row)
-            self.stats[i].update(np.asarray(column, dtype=np.float64))
-            return column
+                        raise self._mismatch(i, value, first_row + offsets[at])
+            return column, np.asarray(column, dtype=np.float64)
         if not all(type(v) is str for v in column):
-            for value in column:
+            for at, value in enumerate(column):
+                if _is_nonfinite(value):
+                    raise _NonFinite
                 if not isinstance(value, str | bytes | bytearray | memoryview):
-                    raise self._mismatch(i, value, first_row)
+                    raise self._mismatch(i, value, first_row + offsets[at])
             column = [v if isinstance(v, str | bytes) else bytes(v) for v in column]
-        self.stats[i].update(list(column))
-        return column
+        return column, list(column)
 
-    def _mismatch(self, i: int, value: Any, first_row: int) -> ConversionError:
+    def _mismatch(self, i: int, value: Any, row: int) -> ConversionError:
+        fix = (
+            "cast it in the SELECT so every row has one type"
+            if self._sql
+            else "correct that value, or make the column text in every row"
+        )
         return ConversionError(
             f"column {self.names[i]!r} was {self.kinds[i]} in earlier rows but holds "
-            f"{type(value).__name__} {str(value)[:40]!r} near row {first_row + 1}; cast it in "
-            f"the SELECT so every row has one type"
+            f"{type(value).__name__} {str(value)[:40]!r} in {self._where(row)}; {fix}"
         )
 
 
@@ -485,6 +581,7 @@ def convert(
     batch_rows: int = 4096,
     storage_options: dict[str, Any] | None = None,
     carry: Sequence[str] = (),
+    drop: Sequence[str] = (),
     internal: bool = False,
 ) -> ConversionResult:
     """Convert the rows of `sql` on database `db` into RecordIO + schema.json at `output`.
@@ -492,6 +589,7 @@ def convert(
     `label_last`: without `label`, the last selected column is the label. `carry`: selected
     columns kept beside the records rather than in them (no model input, no NULL policy):
     one JSON list per written record, in record order, in `_carried.jsonl` (`carried_line`).
+    `drop`: selected columns left out altogether, when selected (a PREDICT's trained label).
     `internal`: `output` is a temporary folder of the caller's, not named in the log.
     """
     if records_per_file < 1:
@@ -512,6 +610,7 @@ def convert(
         label_last=label_last,
         storage_options=storage_options,
         carry=carry,
+        drop=drop,
         internal=internal,
     )
 
@@ -529,12 +628,16 @@ def convert_rows(
     label_last: bool = False,
     storage_options: dict[str, Any] | None = None,
     carry: Sequence[str] = (),
+    drop: Sequence[str] = (),
     internal: bool = False,
+    where: Callable[[int], str] | None = None,
 ) -> ConversionResult:
     """Write rows (`names`, then `batches` of rows) as RecordIO + schema.json at `output`;
     `close()` ends the source (the keywords: see `convert`). `source` says where the rows came
     from, in schema.json (the SQL and the database, or the input files and their format).
-    `output` is checked by the caller (`check_output`) before the source is opened."""
+    `output` is checked by the caller (`check_output`) before the source is opened.
+    `where(i)`: where row i (0-based) came from, for messages ("data.csv line 7"; default
+    "row i+1")."""
     nulls = NullPolicy.parse(on_null)
     origin, what = ("query", source["sql"]) if "sql" in source else ("input", source.get("input"))
     staging = Path(tempfile.mkdtemp(prefix="elasticdl-convert-"))
@@ -545,6 +648,10 @@ def convert_rows(
             raise ConversionError(
                 f"the SELECT returns duplicate column names {duplicates}; give them aliases"
             )
+        if any(name in drop for name in names):
+            kept = [i for i, n in enumerate(names) if n not in drop]
+            batches = ([[row[i] for i in kept] for row in batch] for batch in batches)
+            names = [names[i] for i in kept]
         missing = [c for c in carry if c not in names]
         if missing:
             raise ConversionError(f"carried columns {missing} are not selected: {names}")
@@ -566,9 +673,10 @@ def convert_rows(
                 if not buffered:
                     break
                 if nulls.action != "fill":
+                    fix = "cast it in the SELECT or pass" if origin == "query" else "pass"
                     raise ConversionError(
                         f"column {name!r} is NULL in every sampled row, so its type is unknown; "
-                        "cast it in the SELECT or pass --on_null fill:VALUE"
+                        f"{fix} --on_null fill:VALUE"
                     )
                 kind = _kind_of(_number_or_text(nulls.fill), name)
             kinds.append(kind)
@@ -579,7 +687,7 @@ def convert_rows(
                 f"label column {label!r} holds text; the models need a number (map it to "
                 "one in the SELECT, e.g. CASE ... END)"
             )
-        columns = _Columns(names, kinds, nulls)
+        columns = _Columns(names, kinds, nulls, where, from_sql=origin == "query")
         encoder = ExampleEncoder(list(zip(names, kinds, strict=True)))
         shards = _Shards(staging, records_per_file)
         progress = _Progress()
@@ -605,7 +713,8 @@ def convert_rows(
         progress.update(written, force=True)
         if not written:
             raise ConversionError(
-                f"all {seen} row(s) had a NULL and --on_null skip dropped them; nothing to write"
+                f"all {seen} row(s) had a NULL or a non-finite number and --on_null skip "
+                "dropped them; nothing to write"
             )
         schema = {
             "version": SCHEMA_VERSION,
@@ -614,6 +723,7 @@ def convert_rows(
                     "name": name,
                     "dtype": kind,
                     "nulls": columns.null_counts[i],
+                    "nonfinite": columns.nonfinite_counts[i],
                     "stats": columns.stats[i].to_dict(),
                 }
                 for i, (name, kind) in enumerate(zip(names, kinds, strict=True))
@@ -622,12 +732,14 @@ def convert_rows(
             **({"carried": list(carry)} if carry else {}),
             "rows": written,
             "rows_skipped_for_null": columns.skipped_rows,
+            "rows_skipped_for_nonfinite": columns.skipped_nonfinite,
             "files": shards.files,
             "records_per_file": records_per_file,
             **source,
             "created_time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
-        (staging / SCHEMA_FILE).write_text(json.dumps(schema, indent=1))
+        # Strict JSON: a NaN or Infinity written here would make the file unreadable to others.
+        (staging / SCHEMA_FILE).write_text(json.dumps(schema, indent=1, allow_nan=False))
         _publish(staging, output, storage_options)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

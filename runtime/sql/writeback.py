@@ -62,7 +62,8 @@ def _batches(rows: Iterable[Sequence[Any]], names: Sequence[str]) -> Iterator[li
 
 
 @contextlib.contextmanager
-def _engine(db: str) -> Iterator[Any]:
+def engine_for(db: str) -> Iterator[Any]:
+    """A SQLAlchemy engine for `db`, disposed on exit."""
     from sqlalchemy import create_engine
 
     engine = create_engine(db)
@@ -92,7 +93,7 @@ def describe(db: str, table: str) -> TargetFacts:
     from sqlalchemy import inspect
 
     schema, name = _split(table)
-    with _engine(db) as engine:
+    with engine_for(db) as engine:
         with engine.connect() as conn:
             if not inspect(conn).has_table(name, schema=schema):
                 return TargetFacts(exists=False)
@@ -104,7 +105,7 @@ def carry_items(db: str, plan: WritePlan) -> list[str]:
     key as it is (fill), or each column as text (rewrite; read back the same way here)."""
     from sqlalchemy import String, cast, column
 
-    with _engine(db) as engine:
+    with engine_for(db) as engine:
         items = []
         for i, name in enumerate(plan.carry):
             value = column(name) if plan.mode == "fill" else cast(column(name), String())
@@ -127,7 +128,7 @@ def replace_table(
         ours = old is None or ownership.owned(conn, schema, name, old)[0]
         return names if ours else None
 
-    with _engine(db) as engine:
+    with engine_for(db) as engine:
         staging = Table(
             f"{name}__staging_{uuid.uuid4().hex[:8]}",
             MetaData(),
@@ -176,8 +177,8 @@ def _take_place(conn: Any, engine: Any, table: str, staging: str, decide: Any) -
     record = decide(conn, old_columns if exists else None)
     if record is None:
         raise ConversionError(
-            f"table {table} exists and was not created by PREDICT (or changed while PREDICT "
-            "ran), so it is never replaced"
+            f"table {table} exists and was not created by PREDICT or EVALUATE (or it changed "
+            "meanwhile), so it is never replaced"
         )
     target, moved = _qualified(engine, schema, name), _qualified(engine, schema, staging)
     if engine.dialect.name in _MYSQL:
@@ -206,7 +207,7 @@ def fill_column(
     from sqlalchemy import Column, MetaData, Table, update
 
     schema, name = _split(table)
-    with _engine(db) as engine:
+    with engine_for(db) as engine:
         facts = _facts_for_update(engine, db, table, column, key)
         metadata = MetaData()
         target = Table(name, metadata, autoload_with=engine, schema=schema)
@@ -292,7 +293,7 @@ def rewrite_with_column(
     from sqlalchemy import Column, MetaData, String, Table, cast, select
 
     schema, name = _split(table)
-    with _engine(db) as engine:
+    with engine_for(db) as engine:
         facts = _facts_for_update(engine, db, table, column, None)
         metadata = MetaData()
         target = Table(name, metadata, autoload_with=engine, schema=schema)

@@ -120,10 +120,9 @@ def _train_task(
             # The push in flight lands first and the worker reports it before it leaves: a
             # preempted worker's remainder is known without asking the parameter servers.
             done = trainer.finish_task()
-            progress.task_end(task.task_id, done, trainer.model_version, always=True)
+            progress.task_end(task.task_id, done, trainer.model_version)
             return done, nonfinite, True
     done = trainer.finish_task()
-    progress.task_end(task.task_id, done, trainer.model_version)
     if done == 0 and nonfinite:
         raise FloatingPointError(
             f"the loss was NaN or infinite for every minibatch of records [{task.start}, "
@@ -229,12 +228,13 @@ def run(args: argparse.Namespace) -> int:
         if task.type == pb.WAIT:
             if task.shard_name:  # a spare: get ready to train, then ask again soon
                 warmed = warmed or _warm_up(task, engine, readers)
-            time.sleep(0.1 if task.shard_name else 0.2)
+            time.sleep(task.wait_s or (0.1 if task.shard_name else 0.2))  # the master's pace
             task = _get_task(master, worker_id)
             continue
         if task.task_id == 0:
             log.info("worker %d: no more tasks", worker_id)
             break
+        progress.pace(task.progress_every_s)
         error = ""
         done = nonfinite = 0
         cut_short = False
@@ -263,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
             err_message=error,
             exec_counters={"records_done": done, "nonfinite_records": nonfinite},
             ahead_task_id=ahead.held_id(),
+            **progress.tail(engine.model_version),
         )
         if _Stop.requested:
             master.report_task_result(result, timeout=60)

@@ -63,7 +63,7 @@ class Predictor:
             found = DatasetMetadata.for_file(file, first_record)
             trained = self._trained_metadata
             if trained is not None:
-                missing = trained.missing_from(found)
+                missing = trained.missing_from(found, self._files.feature_inputs)
                 if missing:
                     raise ValueError(
                         f"{file or 'the data'} lacks feature(s) the model was trained on: "
@@ -74,14 +74,19 @@ class Predictor:
         return self._metadata[file]
 
     def predict(self, records: list[bytes], metadata: DatasetMetadata) -> Any:
-        """The model's outputs for `records`, in order: an array, or a dict of arrays."""
+        """The model's outputs for `records`, in order: an array, or a dict of arrays; with a
+        `prepare_prediction_column` (SQLFlow's zoo), what it makes of each row's output."""
         parts = [
             tf.nest.map_structure(lambda t: t.numpy(), self._predict(features))
             for features in self._pipelines.batches(records, metadata, Mode.PREDICTION)
         ]
         if not parts:
             return np.zeros((0, 1), np.float32)
-        return tf.nest.map_structure(lambda *xs: np.concatenate(xs, axis=0), *parts)
+        outputs = tf.nest.map_structure(lambda *xs: np.concatenate(xs, axis=0), *parts)
+        prepare = self.instance.prediction_column
+        if prepare is None or not isinstance(outputs, np.ndarray):
+            return outputs
+        return np.asarray([prepare(row) for row in outputs])
 
     def evaluate(self, records: list[bytes], metadata: DatasetMetadata) -> dict[str, np.ndarray]:
         """Additive metric state of the trained model on `records`."""

@@ -75,7 +75,12 @@ def _train(root: Path, data: Path, *extra: str) -> tuple[subprocess.Popen[bytes]
     return master, output, logs
 
 
-def test_sigterm_to_the_master_stops_the_job_with_a_stopped_report(tmp_path, regression_data):
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_to_the_master_stops_the_job_with_a_stopped_report(
+    tmp_path, regression_data, sig, status
+):
+    """SIGINT (Ctrl-C) as SIGTERM: the exit status is 128 + the signal's number, as a shell
+    reports a process the signal ended."""
     master, output, logs = _train(
         tmp_path,
         regression_data,
@@ -90,7 +95,7 @@ def test_sigterm_to_the_master_stops_the_job_with_a_stopped_report(tmp_path, reg
 
         _wait_for(checkpointed, "a checkpoint after training began", 120)
         assert len(_processes_of(logs / "job.json")) == 3, "one PS and two workers"
-        master.send_signal(signal.SIGTERM)
+        master.send_signal(sig)
         stopped_at = time.monotonic()
         _, err = master.communicate(timeout=60)
     finally:
@@ -98,9 +103,10 @@ def test_sigterm_to_the_master_stops_the_job_with_a_stopped_report(tmp_path, reg
             master.kill()
             master.wait()
     seconds = time.monotonic() - stopped_at
-    assert master.returncode == 1
+    assert master.returncode == status
     lines = err.decode().strip().splitlines()
-    assert lines[-1] == "elasticdl: training failed: stopped by SIGTERM; checkpoints are kept"
+    name = signal.Signals(sig).name
+    assert lines[-1] == f"elasticdl: training failed: stopped by {name}; checkpoints are kept"
     assert seconds < 30, f"the master took {seconds:.1f} s to stop"
     assert _processes_of(logs / "job.json") == [], "every PS and worker ended"
     report = report_of(logs)
@@ -222,7 +228,7 @@ def test_sigterm_to_a_prediction_master_leaves_no_output(tmp_path, regression_da
         if master.poll() is None:
             master.kill()
             master.wait()
-    assert master.returncode == 1
+    assert master.returncode == 143
     assert err.decode().strip().splitlines()[-1].endswith("stopped by SIGTERM"), err[-2000:]
     assert _processes_of(logs / "job.json") == [], "every worker ended"
     report = report_of(logs)

@@ -196,14 +196,17 @@ def _wrap(argv: Sequence[str], run_as: _User | None, death_signal: signal.Signal
     return [*prefix, "--", *map(str, argv)] if prefix else [str(a) for a in argv]
 
 
-def _env() -> dict[str, str]:
-    # The servers' own client environment variables must not leak into them.
+def _env(base: Path) -> dict[str, str]:
+    """The servers' environment: none of their own client variables, and TMPDIR the server
+    directory's `tmp/` (the server user's): the suite's TMPDIR may be private to this user
+    (mariadb-install-db and mariadbd fail at once where they cannot write theirs)."""
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("PG", "MYSQL", "MARIADB")) and k not in ("LANG", "LANGUAGE")
     }
     env["LC_ALL"] = "C"
+    env["TMPDIR"] = str(base / "tmp")
     return env
 
 
@@ -229,7 +232,7 @@ def _run_step(
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 cwd=cwd,
-                env=_env(),
+                env=_env(cwd),
                 timeout=START_TIMEOUT_S,
                 start_new_session=True,
             )
@@ -262,7 +265,7 @@ class _Process:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 cwd=cwd,
-                env=_env(),
+                env=_env(cwd),
                 start_new_session=True,
             )
         self.pid = self.popen.pid
@@ -402,14 +405,14 @@ def remove_stale_dirs(parent: Path | None = None) -> list[Path]:
 
 @contextlib.contextmanager
 def _server_dir(kind: str, run_as: _User | None, in_memory: bool = False) -> Iterator[Path]:
-    """base (ours, 0711) holding data/ and run/ (the server user's, 0700) and the logs."""
+    """base (ours, 0711) holding data/, run/ and tmp/ (the server user's, 0700) and the logs."""
     parent = _dir_parent(run_as, in_memory)
     remove_stale_dirs(parent)
     base = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{kind}-", dir=parent))
     try:
         os.chmod(base, 0o711)
         (base / "owner.pid").write_text(str(os.getpid()))
-        for sub in ("data", "run"):
+        for sub in ("data", "run", "tmp"):
             (base / sub).mkdir(mode=0o700)
             if run_as is not None:
                 os.chown(base / sub, run_as.uid, run_as.gid)

@@ -6,6 +6,7 @@
         kube.oom_kill("job-worker-0")            # the kernel's OOM killer (OOMKilled, 137)
         kube.preempt("job-worker-1")             # SIGKILL without OOMKilled (137)
         kube.refuse_creates(2)                   # the next 2 pod creations: 403 quota
+        kube.refuse_creates(3, code=429, retry_after=1)  # 429 Too Many Requests, Retry-After
 
 What it serves (HTTP/1.1 on 127.0.0.1, an ephemeral port; no auth), for pods, services,
 configmaps and secrets in any namespace under /api/v1/namespaces/NS/... (and networkpolicies
@@ -37,6 +38,7 @@ SIGTERM and SIGKILL after the grace period, records how it ended, then removes i
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import copy
 import datetime
@@ -169,8 +171,10 @@ class FakeKube:
         self.compacted = 0
         self.service_ports: dict[tuple[str, str, int], int] = {}
         self.runs: dict[tuple[str, str], _PodRun] = {}
-        self.refusals: list[tuple[int, str]] = []
+        self.refusals: list[tuple[int, str, float | None]] = []
         self.requests: list[tuple[str, str]] = []
+        self.timed_requests: list[tuple[float, str, str]] = []
+        """(time.monotonic(), method, path) of every request, as `requests`."""
         self.root = Path(tempfile.mkdtemp(prefix="fake-kube-"))
         self.stopping = False
         self._held: set[str] = set()
@@ -196,10 +200,12 @@ class FakeKube:
         code: int = 403,
         message: str = 'pods "x" is forbidden: exceeded quota: compute-resources, '
         "requested: cpu=1, used: cpu=4, limited: cpu=4",
+        retry_after: float | None = None,
     ) -> None:
-        """Answer the next `count` pod creations with `code` (default: a ResourceQuota)."""
+        """Answer the next `count` pod creations with `code` (default: a ResourceQuota), with
+        a `Retry-After` header when given (an overloaded API server's 429 says it)."""
         with self.lock:
-            self.refusals.extend([(code, message)] * count)
+            self.refusals.extend([(code, message, retry_after)] * count)
 
     def hold(self, name: str) -> None:
         """Keep pod `name` Pending (unschedulable) until `release(name)`."""
@@ -288,7 +294,7 @@ class FakeKube:
         )
         self.lock.notify_all()
 
-    def create(self, resource: str, namespace: str, body: dict[str, Any]) -> tuple[int, Any]:
+    def create(self, resource: str, namespace: str, body: dict[str, Any]) -> tuple[Any, ...]:
         if self._validate:
             import kubernetes_validate
 
@@ -305,9 +311,14 @@ class FakeKube:
         meta["namespace"] = namespace
         with self.lock:
             if resource == "pods" and self.refusals:
-                code, message = self.refusals.pop(0)
-                reason = {403: "Forbidden", 409: "AlreadyExists"}.get(code, "InternalError")
-                return code, status_object(code, reason, message.replace('"x"', f'"{name}"'))
+                code, message, retry_after = self.refusals.pop(0)
+                reason = {403: "Forbidden", 409: "AlreadyExists", 429: "TooManyRequests"}.get(
+                    code, "InternalError"
+                )
+                body = status_object(code, reason, message.replace('"x"', f'"{name}"'))
+                if retry_after is None:
+                    return code, body
+                return code, body, {"Retry-After": f"{retry_after:g}"}
             if (resource, namespace, name) in self.objects:
                 return 409, status_object(
                     409, "AlreadyExists", f'{resource} "{name}" already exists'
@@ -660,11 +671,13 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature
             pass
 
-        def _send(self, code: int, body: Any) -> None:
+        def _send(self, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(body).encode()
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
             self.end_headers()
             self.wfile.write(data)
 
@@ -672,6 +685,7 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             parts = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
             kube.requests.append((self.command, parts.path))
+            kube.timed_requests.append((time.monotonic(), self.command, parts.path))
             return _PATH.match(parts.path), query
 
         def _body(self) -> dict[str, Any]:
@@ -794,7 +808,8 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                     self._chunk(event)
                 while time.monotonic() < deadline and not kube.stopping:
                     with kube.lock:
-                        fresh = [e for e in kube.events if e[0] > cursor]
+                        first = bisect.bisect_right(kube.events, cursor, key=lambda e: e[0])
+                        fresh = kube.events[first:]
                         if not fresh:
                             kube.lock.wait(min(0.2, max(0.0, deadline - time.monotonic())))
                             continue

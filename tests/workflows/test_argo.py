@@ -26,26 +26,44 @@ def test_train_workflow_dag_order_conditions_and_images(train_values):
     (wf,) = render_objects("train", train_values)
     assert wf["kind"] == "Workflow" and wf["metadata"]["generateName"] == "elasticdl-train-"
     tasks = _tasks(wf)
-    assert list(tasks) == ["build-image", "sql-to-recordio", "train", "publish", "update-latest"]
+    assert list(tasks) == [
+        "resolve-image",
+        "build-image",
+        "sql-to-recordio",
+        "sql-to-recordio-validation",
+        "train",
+        "publish",
+        "update-latest",
+    ]
+    assert "when" not in tasks["resolve-image"]
     assert tasks["build-image"]["when"] == "{{=workflow.parameters.image == ''}}"
     assert tasks["sql-to-recordio"]["when"] == "{{=workflow.parameters.sql != ''}}"
+    validation = tasks["sql-to-recordio-validation"]["when"]
+    assert validation == "{{=workflow.parameters.validation_sql != ''}}"
     assert tasks["update-latest"]["when"] == "{{=workflow.parameters.versioned == 'true'}}"
-    assert tasks["train"]["depends"] == "build-image && sql-to-recordio"
+    assert tasks["build-image"]["depends"] == "resolve-image"
+    assert tasks["train"]["depends"] == (
+        "resolve-image && build-image && sql-to-recordio && sql-to-recordio-validation"
+    )
     assert tasks["publish"]["depends"] == "train"
     assert tasks["update-latest"]["depends"] == "publish"
-    # The job image: the given one, else what kaniko pushed (image@sha256 from its output).
-    arguments = {p["name"]: p["value"] for p in tasks["train"]["arguments"]["parameters"]}
-    assert arguments == {
-        "image": "{{workflow.parameters.image}}",
-        "build_image_image": "{{tasks.build-image.outputs.parameters.image}}",
-    }
+    # The job image: resolve-image's (always runs), never the skippable build's output.
+    resolved = {"resolve_image_image": "{{tasks.resolve-image.outputs.parameters.image}}"}
+    for name in ("build-image", "train", "publish"):
+        arguments = {p["name"]: p["value"] for p in tasks[name]["arguments"]["parameters"]}
+        assert arguments == resolved, name
     templates = _templates(wf)
-    assert templates["train"]["container"]["image"] == (
-        "{{=inputs.parameters.image != '' ? inputs.parameters.image"
-        " : inputs.parameters.build_image_image}}"
-    )
-    assert "--image={{=inputs.parameters.image != ''" in " ".join(
-        templates["publish"]["container"]["args"]
+    assert templates["resolve-image"]["container"]["args"] == [
+        "image",
+        "--image={{workflow.parameters.image}}",
+        "--repository={{workflow.parameters.image_repository}}",
+        "--tag={{workflow.name}}",
+        "--image_file=/tmp/elasticdl/outputs/image",
+    ]
+    assert templates["train"]["container"]["image"] == "{{inputs.parameters.resolve_image_image}}"
+    assert (
+        "--image={{inputs.parameters.resolve_image_image}}"
+        in (templates["publish"]["container"]["args"])
     )
     assert templates["train"]["container"]["command"] == ["python", "-m", "elasticdl.steps.train"]
     assert templates["sql-to-recordio"]["container"]["image"] == (
@@ -62,7 +80,7 @@ def test_kaniko_step_pushes_by_run_name_and_reports_the_digest(train_values):
     assert container["args"] == [
         "--context={{workflow.parameters.zoo_context}}",
         "--dockerfile={{workflow.parameters.dockerfile}}",
-        "--destination={{workflow.parameters.image_repository}}:{{workflow.name}}",
+        "--destination={{inputs.parameters.resolve_image_image}}",
         "--digest-file=/tmp/elasticdl/outputs/digest",
         "--image-name-with-digest-file=/tmp/elasticdl/outputs/image",
         "--cache=true",
@@ -92,9 +110,9 @@ def test_robustness_settings(train_values):
     assert spec["podGC"] == {"strategy": "OnPodSuccess"}
     assert spec["ttlStrategy"] == {"secondsAfterFailure": 604800, "secondsAfterSuccess": 86400}
     assert spec["onExit"] == "cleanup"
-    assert spec["serviceAccountName"] == "elasticdl"
+    assert "serviceAccountName" not in spec  # the namespace's default (test_fresh_namespace)
     templates = _templates(wf)
-    assert templates["train"]["activeDeadlineSeconds"] == 3600
+    assert templates["train"]["activeDeadlineSeconds"] == "3600"  # IntOrString: a string
     assert templates["train"]["container"]["resources"] == {
         "requests": {"cpu": "1", "memory": "2Gi"}
     }
@@ -103,9 +121,9 @@ def test_robustness_settings(train_values):
             assert "retryStrategy" not in template and "activeDeadlineSeconds" not in template
             continue
         assert template["retryStrategy"] == {
-            "backoff": {"duration": "30s", "factor": 2},
+            "backoff": {"duration": "30s", "factor": "2"},
             "expression": INFRA_EXPRESSION,
-            "limit": 2,
+            "limit": "2",
             "retryPolicy": "Always",
         }
     # The exit handler derives the job's label from the same job name the master gets (the
@@ -256,13 +274,14 @@ def test_install_has_both_templates_and_least_privilege_rbac():
     assert kinds == [
         ("WorkflowTemplate", "elasticdl-train"),
         ("WorkflowTemplate", "elasticdl-predict"),
+        ("WorkflowTemplate", "elasticdl-evaluate"),
         ("ServiceAccount", "elasticdl"),
         ("Role", "elasticdl"),
         ("RoleBinding", "elasticdl"),
         ("NetworkPolicy", "elasticdl-job-pods"),
     ]
     assert all(o["metadata"]["namespace"] == "ml" for o in objects)
-    role = objects[3]
+    role = objects[4]
     rules = {tuple(r["resources"]): set(r["verbs"]) for r in role["rules"]}
     assert rules == {
         ("pods",): {"create", "get", "list", "watch", "delete", "deletecollection", "patch"},
@@ -283,7 +302,7 @@ def test_install_has_both_templates_and_least_privilege_rbac():
     (master,) = [t for t in train["spec"]["templates"] if t["name"] == "train"]
     env = {e["name"]: e.get("valueFrom", {}).get("fieldRef") for e in master["container"]["env"]}
     assert env["MY_POD_IP"] == {"fieldPath": "status.podIP"} and "MY_POD_UID" in env
-    binding = objects[4]
+    binding = objects[5]
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "elasticdl", "namespace": "ml"}
     ]

@@ -24,7 +24,10 @@ SQL_PREDICT = {
     "trained_model": "gs://b/m",
     "output_table": "t2",
 }
-CONNECTING = {"train": {"sql-to-recordio"}, "predict": {"sql-to-recordio", "write-back"}}
+CONNECTING = {
+    "train": {"sql-to-recordio", "sql-to-recordio-validation"},
+    "predict": {"sql-to-recordio", "write-back"},
+}
 
 
 def _templates(doc: dict) -> dict[str, dict]:

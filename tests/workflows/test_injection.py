@@ -170,7 +170,12 @@ def test_the_train_step_reads_kubernetes_values_back_exactly():
     pipeline = train_pipeline()
     given = {"model_def": "m", "data": "d", "output": "o", "image": "-i", **KUBERNETES_HOSTILE}
     values = pipeline.resolve(given, engine=Engine.ARGO)
-    ctx = LocalContext(params=values, run_id="run-1", output_path=lambda n: f"/tmp/{n}")
+    ctx = LocalContext(
+        params=values,
+        run_id="run-1",
+        output_path=lambda n: f"/tmp/{n}",
+        outputs={"resolve-image": {"image": "-i"}},  # what resolve-image makes of --image
+    )
     argv = [evaluate(a, ctx) for a in pipeline.step("train").argv_args(Engine.ARGO)]
     args = step_parser(pipeline.step("train")).parse_args(argv)
     assert args.volume == KUBERNETES_HOSTILE["volume"]

@@ -73,7 +73,7 @@ def test_the_rendered_train_step_runs_workers_as_pods_by_default(train_values):
     # The pods run the job image (what the master runs) in the workflow's namespace (the
     # Role's, and the one cleanup searches): fixed by the workflow, not parameters.
     assert flags["pod_image"] == _template(wf, "train")["container"]["image"]
-    assert flags["pod_image"].startswith("{{=inputs.parameters.image != ''")
+    assert flags["pod_image"] == "{{inputs.parameters.resolve_image_image}}"
     assert flags["pod_namespace"] == "{{workflow.namespace}}"
     assert "pod_image" not in _parameters(wf) and "pod_namespace" not in _parameters(wf)
     # Defaults are the master's own (runtime/k8s/options.py).
@@ -115,9 +115,15 @@ def test_given_kubernetes_values_are_workflow_parameters(train_values, predict_v
 
 
 def _argo_argv(pipeline, step_name: str, values: dict[str, str]) -> list[str]:
-    """The step's argv as Argo substitutes it (the workflow namespace left empty)."""
+    """The step's argv as Argo substitutes it (the workflow namespace left empty; the image
+    resolve-image names is --image)."""
     resolved = pipeline.resolve(values, engine=Engine.ARGO)
-    ctx = LocalContext(params=resolved, run_id="wf-1", output_path=lambda n: f"/tmp/{n}")
+    ctx = LocalContext(
+        params=resolved,
+        run_id="wf-1",
+        output_path=lambda n: f"/tmp/{n}",
+        outputs={"resolve-image": {"image": values.get("image", "")}},
+    )
     return [evaluate(a, ctx) for a in pipeline.step(step_name).argv_args(Engine.ARGO)]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import json
 import sys
 import types
@@ -11,7 +13,7 @@ import pytest
 
 from elasticdl.workflows import PipelineError, predict_pipeline, run_local, train_pipeline
 from elasticdl.workflows.argo import ArgoOptions, build_workflow
-from elasticdl.workflows.definitions import JOB_LABEL
+from elasticdl.workflows.definitions import JOB_LABEL, PIPELINES
 from elasticdl.workflows.lint import lint_documents
 from elasticdl.workflows.steps import Engine, Step, flag
 from elasticdl.workflows.values import Is, IsSet, Join, Lit, Param, RunName, TaskOutput
@@ -29,8 +31,10 @@ TRAIN_VALUES = {
 def test_train_and_predict_steps_run_in_dependency_order():
     train = train_pipeline()
     assert [s.name for s in train.order()] == [
+        "resolve-image",
         "build-image",
         "sql-to-recordio",
+        "sql-to-recordio-validation",
         "train",
         "publish",
         "update-latest",
@@ -39,6 +43,9 @@ def test_train_and_predict_steps_run_in_dependency_order():
     assert train.step("build-image").when.describe() == "--image is empty"
     assert train.step("sql-to-recordio").when.describe() == "--sql is given"
     assert not train.step("build-image").runs_on(Engine.LOCAL)
+    # The job image comes from a step that always runs, never from the skippable build.
+    assert train.step("resolve-image").when is None
+    assert train.step("train").image == TaskOutput("resolve-image", "image")
     predict = predict_pipeline()
     assert [s.name for s in predict.order()] == [
         "sql-to-recordio",
@@ -50,10 +57,11 @@ def test_train_and_predict_steps_run_in_dependency_order():
 
 
 def test_every_container_step_is_python_m_a_step_module_with_an_argv_list():
-    for pipeline in (train_pipeline(), predict_pipeline()):
+    for pipeline in (p() for p in PIPELINES.values()):
         for step in pipeline.all_steps():
             if step.module is not None:
                 assert step.argv_command == ("python", "-m", step.module)
+                assert importlib.util.find_spec(str(step.module)), step.module
                 assert step.module.startswith("elasticdl.steps.") or (
                     step is pipeline.exit_step and step.module == "elasticdl.steps.cleanup"
                 )
@@ -95,9 +103,13 @@ def test_a_broken_definition_is_refused_with_the_reason():
     )
     with pytest.raises(PipelineError, match="does not run after it"):
         train.with_step(reads_output)
+    reads_skippable = dataclasses.replace(reads_output, after=("build-image",))
+    with pytest.raises(
+        PipelineError,
+        match="reads an output of build-image, which is skipped unless --image is empty",
+    ):
+        train.with_step(reads_skippable)
     cyclic = train.with_step(_fake_step("a", after=("publish",)))
-    import dataclasses
-
     steps = tuple(
         dataclasses.replace(s, after=(*s.after, "a")) if s.name == "train" else s
         for s in cyclic.steps
@@ -189,7 +201,13 @@ def test_a_failing_step_stops_the_run_and_latest_stays(fake_jobs, tmp_path):
     run = run_local(train_pipeline(), {**values, "versioned": "true"}, run_id="r")
     assert not run.succeeded
     assert run.error == "train: worker 0 failed: boom"
-    assert [s.name for s in run.steps] == ["build-image", "sql-to-recordio", "train"]
+    assert [s.name for s in run.steps] == [
+        "resolve-image",
+        "build-image",
+        "sql-to-recordio",
+        "sql-to-recordio-validation",
+        "train",
+    ]
     assert not (output / "LATEST").exists()
 
 

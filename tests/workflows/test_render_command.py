@@ -76,7 +76,7 @@ def test_render_each_kind(capsys, monkeypatch):
     )
     kinds = [d["kind"] for d in yaml.safe_load_all(out)]
     assert status == 0
-    assert kinds == ["WorkflowTemplate"] * 2 + [
+    assert kinds == ["WorkflowTemplate"] * 3 + [
         "ServiceAccount",
         "Role",
         "RoleBinding",
@@ -104,6 +104,14 @@ def test_render_each_kind(capsys, monkeypatch):
         ),
         ([*["render", "train"], *TRAIN, "--deadline_seconds=0"], "--deadline_seconds must be > 0"),
         (["render", "install", "--max_concurrent_jobs=0"], "must be >= 1"),
+        (
+            [*["render", "train"], *TRAIN, "--data=data/train"],
+            "--data 'data/train': the worker pods cannot reach a local path",
+        ),
+        (
+            ["render", "predict", "--trained_model=gs://b/m", "--data=gs://b/d", "--output=/tmp/p"],
+            "--output '/tmp/p': the worker pods cannot reach a local path",
+        ),
     ],
 )
 def test_render_errors_are_one_line(capsys, argv, message):
@@ -111,6 +119,22 @@ def test_render_errors_are_one_line(capsys, argv, message):
     assert status == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and message in err
     assert err.startswith("elasticdl render: error: ")
+
+
+def test_a_local_path_on_a_shared_volume_is_taken(capsys):
+    volume = "--volume=claim_name=data,mount_path=/mnt/data"
+    status, out, err = elasticdl(
+        capsys,
+        "render",
+        "train",
+        *TRAIN[:1],
+        *TRAIN[3:],
+        volume,
+        "--data=/mnt/data/train",
+        "--output=/mnt/data/models/m",
+    )
+    assert (status, err) == (0, ""), err
+    assert "/mnt/data/train" in out
 
 
 def test_lint_prints_one_line_per_problem_and_exits_1(capsys, monkeypatch, tmp_path):

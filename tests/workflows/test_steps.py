@@ -80,6 +80,21 @@ def test_image_comes_from_the_flag_or_the_trained_model(tmp_path, model_writer):
     assert (tmp_path / "f").read_text() == "reg/zoo@sha256:" + "b" * 64
 
 
+def test_image_of_a_training_run_is_the_flag_or_what_the_build_step_pushes(tmp_path, capsys):
+    """The train pipeline's resolve-image: always runs, so nothing reads the build's output."""
+    out = tmp_path / "image"
+    argv = ["image", "--repository", "gcr.io/p/zoo", "--tag", "run-1", "--image_file", str(out)]
+    assert publish.main(argv) == 0
+    assert out.read_text() == "gcr.io/p/zoo:run-1"
+    assert publish.main([*argv, "--image", "zoo:given"]) == 0
+    assert out.read_text() == "zoo:given"
+    capsys.readouterr()
+    assert publish.main(["image", "--repository", "gcr.io/p/zoo", "--image_file", str(out)]) == 2
+    assert "--repository needs --tag" in capsys.readouterr().err
+    assert publish.main(["image", "--image_file", str(out)]) == 2
+    assert "give --image, --repository with --tag, or --trained_model" in capsys.readouterr().err
+
+
 def test_publish_main_exit_status_and_one_line_errors(tmp_path, model_writer, capsys):
     assert publish.main(["record", "--model", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -169,23 +184,22 @@ def test_write_back_refuses_bad_input_before_writing(tmp_path, hr_db, capsys):
     schema = {"columns": [{"name": "name", "dtype": "bytes"}, {"name": "years", "dtype": "int64"}]}
     (data / "schema.json").write_text(json.dumps(schema))
     common = {"db": hr_db, "predictions": str(tmp_path / "p"), "data": str(data)}
+    with pytest.raises(ValueError, match="no write_back.json"):
+        write_back.run(**common)
+    from elasticdl.runtime.sql.predict_writer import plan_prediction, save_plan
+
     with pytest.raises(ValueError, match="invalid SQL name"):
-        write_back.run(table="t; DROP TABLE employee", column="c", **common)
-    with pytest.raises(ValueError, match="expected one column name"):
-        write_back.run(table="t", column="a.b", **common)
-    with pytest.raises(ValueError, match="already have a column 'years'"):
-        write_back.run(table="t", column="years", **common)
-    with pytest.raises(ValueError, match="--key 'id' must be one of the selected columns"):
-        write_back.run(table="t", column="c", key="id", **common)
+        plan_prediction(
+            hr_db, "SELECT name FROM testdata", "t; DROP TABLE employee", "c", None, None
+        )
+    replaced = plan_prediction(hr_db, "SELECT name, years FROM testdata", "t", "years", None, None)
+    assert replaced.drop == ("years",)  # SQLFlow's: the prediction replaces a selected column
+    save_plan(str(data), plan_prediction(hr_db, "SELECT name FROM testdata", "t", "c", None, None))
     with pytest.raises(ValueError, match="holds no prediction parts"):
-        write_back.run(table="t", column="c", **common)
-    with pytest.raises(ValueError, match="has no schema.json"):
-        write_back.run(table="t", column="c", **{**common, "data": str(tmp_path)})
+        write_back.run(**common)
     argv = [
         "--db",
         "postgresql://u:secret@h/db",
-        "--table",
-        "t",
         "--predictions",
         "p",
         "--data",

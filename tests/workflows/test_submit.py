@@ -692,6 +692,45 @@ def test_sql_statements_submit_their_pipelines(argo, capsys):
     assert params["output_table"] == "testdata" and params["result_column"] == "predicted_salary"
     assert params["key"] == "name" and params["sql"] == "SELECT name, role FROM testdata"
     argo.requests.clear()
+    status = main(
+        [
+            "sql",
+            "SELECT * FROM iris.train TO TRAIN DNNClassifier WITH model.n_classes = 3, "
+            'validation.select="SELECT * FROM iris.test" COLUMN sepal_length, petal_length '
+            "LABEL class INTO sqlflow_models.my_dnn_model;",
+            "--db=mysql+pymysql://root@db:3306/",
+            "--model_root=gs://b/models",
+            "--engine=argo",
+            f"--argo_server={argo.url}",
+            "--image=reg.io/job:1",
+            "--work_dir=gs://b/work",
+        ]
+    )
+    assert status == 0, capsys.readouterr().err
+    params = params_of(argo.workflow_body()["workflow"])
+    assert params["model_def"] == "DNNClassifier" and params["versioned"] == "true"
+    assert params["feature_columns"] == "COLUMN sepal_length, petal_length"
+    assert params["validation_sql"] == "SELECT * FROM iris.test"
+    assert params["output"] == "gs://b/models/sqlflow_models/my_dnn_model"
+    argo.requests.clear()
+    status = main(
+        [
+            "sql",
+            "SELECT * FROM iris.test TO EVALUATE sqlflow_models.my_dnn_model WITH "
+            'validation.metrics="Accuracy,AUC" LABEL class INTO iris.evaluation;',
+            "--db=mysql+pymysql://root@db:3306/",
+            "--model_root=gs://b/models",
+            "--engine=argo",
+            f"--argo_server={argo.url}",
+            "--work_dir=gs://b/work",
+        ]
+    )
+    assert status == 0, capsys.readouterr().err
+    workflow = argo.workflow_body()["workflow"]
+    assert workflow["metadata"]["generateName"] == "elasticdl-evaluate-"
+    params = params_of(workflow)
+    assert params["eval_metrics"] == "Accuracy,AUC" and params["output_table"] == "iris.evaluation"
+    argo.requests.clear()
     statement = "SELECT a, b FROM t TRAIN regressor.DNN INTO m;"
     db = ["--db=postgresql+psycopg://alice:s3cret@h/hr", "--model_root=gs://b/models"]
     argo_flags = ["--engine=argo", f"--argo_server={argo.url}", "--work_dir=gs://b/work"]

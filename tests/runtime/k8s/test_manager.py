@@ -18,6 +18,7 @@ from fake_kube import FakeKube, fake_kube
 from elasticdl.runtime.k8s import manifests as m
 from elasticdl.runtime.k8s.manager import KubernetesInstanceManager, PodExit
 from elasticdl.runtime.k8s.pod_states import CreationBackoff
+from elasticdl.runtime.k8s.throttle import ApiPace
 from elasticdl.runtime.master.instances import InstanceExit, Role
 
 SLEEPER = (
@@ -291,3 +292,46 @@ def test_shutdown_deletes_everything(kube: FakeKube) -> None:
     manager.shutdown(grace_s=1)  # twice is fine
     with pytest.raises(RuntimeError, match="shut down"):
         manager.start_worker(5, [])
+
+
+def pod_posts(kube: FakeKube) -> list[float]:
+    """When each pod creation reached the API server, in order."""
+    return sorted(
+        t for t, method, p in kube.timed_requests if method == "POST" and p.endswith("/pods")
+    )
+
+
+def test_creations_keep_to_the_rate_limit(kube: FakeKube) -> None:
+    """A token bucket (10 a second, bursts of 2 here) paces pod creations: 12 pods take at
+    least (12 - 2) / 10 = 1 s from the first creation to the last, however fast the server."""
+    manager = make_manager(kube, pace=ApiPace(qps=10, burst=2))
+    try:
+        for worker_id in range(12):
+            manager.start_worker(worker_id, [])
+        # The manager's own view: its watch saw every pod running.
+        assert kube.wait_for(lambda: manager.running(Role.WORKER) == list(range(12)), timeout=60)
+        posts = pod_posts(kube)
+        assert len(posts) == 12
+        assert posts[-1] - posts[0] >= 1.0 - 0.1, posts
+        # No window holds more than the bucket allows (2 at once, then 10 a second).
+        for i, start in enumerate(posts):
+            within = [t for t in posts[i:] if t - start <= 0.5]
+            assert len(within) <= 2 + 0.5 * 10 + 1, (start, within)
+    finally:
+        manager.shutdown(grace_s=1)
+
+
+def test_a_429_holds_every_creation_back_for_its_retry_after(kube: FakeKube, manager) -> None:
+    """An API server answering 429 Too Many Requests with Retry-After: 1 gets no creation
+    (of any pod, not only the refused one) for that second; then every pod is created."""
+    kube.refuse_creates(
+        2, code=429, message="too many requests, please try again later", retry_after=1
+    )
+    for worker_id in range(3):
+        manager.start_worker(worker_id, [])
+    names = [f"job1-worker-{i}" for i in range(3)]
+    assert kube.wait_for(lambda: all(running(kube, n) for n in names), timeout=30)
+    posts = pod_posts(kube)
+    assert len(posts) == 5  # two refused, three created
+    assert posts[1] - posts[0] >= 0.95 and posts[2] - posts[1] >= 0.95, posts
+    assert manager.exits(timeout=0.2) == []

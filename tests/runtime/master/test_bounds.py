@@ -81,6 +81,7 @@ def test_a_job_with_more_workers_than_tasks_is_refused_before_anything_starts(tm
             log_dir=str(logs),
             num_workers=5,
             records_per_task=64,
+            minibatch_size=64,  # tasks shrink to 2 a worker in whole minibatches: not below 64
         )
     assert str(err.value) == (
         "--num_workers 5 is more than 4, the 4 tasks in an epoch; give --num_workers 4 or fewer"

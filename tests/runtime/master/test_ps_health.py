@@ -186,6 +186,20 @@ def test_down_since_is_the_first_failed_probe_after_the_last_answer():
     assert core.down_since(0) == 2.0
 
 
+def test_the_machines_load_stretches_the_start_timeout():
+    """A PS starting on a loaded machine imports TensorFlow slowly; silence after it served is
+    judged by hangs.py (a stopped PS is found as fast under load)."""
+    core = PSLiveness(1, now=0.0, timeout_s=5.0, start_timeout_s=30.0, min_failures=2)
+    assert core.status(0, 40.0, scale=2.0) == "starting"
+    assert core.status(0, 60.0, scale=2.0) == "unresponsive"
+    assert core.status(0, 40.0, scale=0.5) == "unresponsive", "never below the start timeout"
+    core.answered(core.sent(0, 60.0))
+    probes = [core.sent(0, t) for t in (61.0, 62.0, 63.0)]
+    for probe in probes:
+        core.failed(probe)
+    assert core.status(0, 66.0, scale=3.0) == "unresponsive"
+
+
 def test_served_by_an_earlier_incarnation_is_ignored():
     """A relaunch's `wait_serving` that returns after the PS was relaunched once more."""
     core = PSLiveness(1, now=0.0, timeout_s=5.0, start_timeout_s=30.0)
@@ -264,7 +278,10 @@ TIMEOUT_S, INTERVAL_S = 2.0, 0.25
 
 def test_a_stopped_ps_is_found_and_a_continued_one_is_not(ps_process):
     process, address = ps_process
-    monitor = PSHealthMonitor([address], timeout_s=TIMEOUT_S, interval_s=INTERVAL_S)
+    # The timings below are the unloaded ones (other tests' load would stretch them).
+    monitor = PSHealthMonitor(
+        [address], timeout_s=TIMEOUT_S, interval_s=INTERVAL_S, load=lambda: 0.0
+    )
     monitor.start()
     try:
         assert monitor.wait_serving(address, 10.0) < 10.0

@@ -129,3 +129,83 @@ def test_since_hands_out_each_event_once() -> None:
     new, end = log.since(0, LossReported)
     assert [e.loss for e in new] == [0.5]
     assert log.since(end, LossReported) == ([], end)
+
+
+def _big_log(workers: int, lost: int) -> EventLog:
+    """`workers` launched, `lost` of them preempted (each replaced, its task requeued)."""
+    log = EventLog()
+    for w in range(workers):
+        log.add(WorkerLaunched(T0, worker_id=w))
+    for i in range(lost):
+        at, new = T0 + 10.0 + i / 100, workers + i
+        log.add(TaskEvent(at, "task_requeued", 0.001, i, 1000 + i, f"worker {i} preempted"))
+        log.add(WorkerRelaunched(at, worker_id=new, replaces=i, seconds=0.1, from_budget=False))
+        log.add(
+            InstanceLost(
+                at,
+                role="worker",
+                id=i,
+                exit_kind="preempted",
+                cause="preempted",
+                detail=f"pod job-worker-{i} was killed by SIGKILL: preempted",
+                action="relaunch_free",
+                detected_at=at,
+                requeue_s=0.01,
+                tasks_requeued=1,
+                records_requeued=100,
+                relaunched_as=new,
+                failure=False,
+            )
+        )
+        log.add(LossReported(at, i, 1.0, epoch=0))
+    return log
+
+
+def test_a_big_jobs_report_is_capped_with_what_was_left_out_and_exact_counts() -> None:
+    """5,000 workers, 1,000 of them lost: every count exact, each list of details capped
+    (its first and last entries kept), `left_out` saying how many of which, the schema kept."""
+    log = _big_log(5000, 1000)
+    counts = {
+        "tasks_finished": 20_000,
+        "by_worker": {str(w): 4 for w in range(6000)},
+        "records": {"planned": 10, "trained": 10, "redone": 0, "skipped_nonfinite_loss": 0},
+        "epochs": [{"epoch": 0, "planned": 10, "trained": 10, "redone": 0, "covered": 0}],
+        "model_version": 1000,
+        "last_loss": 1.0,
+    }
+    report = views.training_report(
+        log,
+        counts,
+        job_name="big",
+        status="succeeded",
+        error="",
+        model_def="m.M",
+        output="/out",
+        workers=(5000, 1, 5000),
+        num_ps=2,
+        t0=T0,
+        seconds=60.0,
+        preparing_s=1.0,
+    )
+    workers = report["workers"]
+    assert (workers["launched"], workers["preempted"]) == (6000, 1000)
+    assert report["tasks"]["requeued"] == 1000
+    assert len(workers["instances"]) == views.INSTANCES_CAP
+    assert [w["worker_id"] for w in workers["instances"][:2]] == [0, 1]
+    last = workers["instances"][-1]
+    assert (last["worker_id"], last["replaces"]) == (5999, 999)
+    assert len(report["events"]) == len(workers["exits"]) == views.DETAIL_CAP
+    assert report["left_out"] == {
+        "workers.instances": 6000 - views.INSTANCES_CAP,
+        "workers.exits": 1000 - views.DETAIL_CAP,
+        "tasks.events": 1000 - views.DETAIL_CAP,
+        "recoveries": 1000 - views.DETAIL_CAP,
+        "events": 2000 - views.DETAIL_CAP,
+    }
+    assert report["history"]["epochs"][0]["losses_reported"] == 1000
+    jsonschema.validate(report, views.schema(), cls=jsonschema.Draft202012Validator)
+    import json
+
+    assert len(json.dumps(report)) < 1_000_000
+    small = views.shared_sections(_big_log(50, 5), T0, counts, (50, 1, 50), 10, 60.0)
+    assert small["left_out"] == {} and len(small["workers"]["instances"]) == 55

@@ -197,8 +197,10 @@ def test_missing_or_corrupt_checkpoints_are_clear_errors(tmp_path):
         ckpt.load_all(str(tmp_path / "partial"))
     write_version(str(tmp_path / "bad"), 1, num_ps=1)
     (tmp_path / "bad" / "version-000000000001" / "ps-0-of-1.npz").write_bytes(b"not a zip")
-    with pytest.raises(CheckpointError, match="cannot read .*ps-0-of-1.npz"):
+    with pytest.raises(CheckpointError, match=r"\(version 1 is not an elasticdl checkpoint\)"):
         ckpt.load_all(str(tmp_path / "bad"))
+    with pytest.raises(CheckpointError, match="ps-0-of-1.npz is not an elasticdl checkpoint"):
+        ckpt.load_all(str(tmp_path / "bad"), 1)
 
 
 def test_a_checkpoint_of_another_model_is_a_clear_one_line_error(tmp_path):

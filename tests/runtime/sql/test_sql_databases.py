@@ -72,7 +72,9 @@ def models(hr, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("models")
     trained = elasticdl.sql(TRAIN, db=hr.url, model_root=str(root))
     assert trained.succeeded, trained.error
-    assert trained.rows == 3000 and (root / "my_trained_model" / "trained_model.pb").exists()
+    latest = (root / "my_trained_model" / "LATEST").read_text().strip()
+    assert trained.rows == 3000 and latest == trained.run
+    assert (Path(latest) / "trained_model.pb").exists()
     assert trained.notes == ["no LABEL clause: the last selected column 'salary' is the label"]
     from elasticdl.runtime.trained_model import read_trained_model
 

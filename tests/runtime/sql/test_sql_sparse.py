@@ -10,6 +10,8 @@ label): that rate is the baseline the trained model must beat by a wide margin.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import sqlalchemy as sa
@@ -81,7 +83,7 @@ def test_a_high_cardinality_text_column_trains_on_the_ps_and_predicts_one_row_pe
         job_options=JOB,
     )
     assert trained.succeeded, trained.error
-    model = root / "by_item"
+    model = Path(trained.run)  # the run `by_item` (root/by_item/LATEST) names
     # `item` went to one PS table, a row per value (no hashing into shared buckets).
     tables = read_trained_model(str(model)).trained.embedding_tables
     assert [(t.name, t.rows) for t in tables] == [("e000/ps_embedding", ITEMS)]

@@ -66,7 +66,8 @@ def test_seed_train_statement():
         into=ModelRef("my_trained_model", has_scheme=False),
     )
     assert parse_statement(ISSUE_TRAIN) == stmt
-    assert stmt.split_with() == ({"hidden_units": [10, 100, 20, 5], "learning_rate": 0.01}, {}, {})
+    assert stmt.split_with().model == {"hidden_units": [10, 100, 20, 5], "learning_rate": 0.01}
+    assert stmt.split_with().job_options == {}
     with pytest.raises(dataclasses.FrozenInstanceError):
         stmt.label = "salary"
 
@@ -145,11 +146,13 @@ def test_dotted_keys_and_a_validation_select_string():
         "SELECT a, y FROM t TRAIN m WITH train.epoch=3, engine.num_workers=2, model.lr=0.1, "
         "train.validation.select='SELECT a, y FROM t WHERE role = ''dev''' LABEL y INTO m"
     )
-    assert stmt.split_with() == (
+    keys = stmt.split_with()
+    assert (keys.model, keys.train, keys.engine) == (
         {"lr": 0.1},
-        {"num_epochs": 3, "validation_select": "SELECT a, y FROM t WHERE role = 'dev'"},
+        {"num_epochs": 3},
         {"num_workers": 2},
     )
+    assert keys.validation == {"validation_select": "SELECT a, y FROM t WHERE role = 'dev'"}
 
 
 @pytest.mark.parametrize(
@@ -175,9 +178,9 @@ def test_keywords_in_strings_comments_and_parentheses_are_not_clauses():
         "FROM t /* PREDICT x.y USING z */ WHERE a IN (SELECT train FROM u) "
         "TRAIN m INTO out"
     )
-    stmt = parse_statement(text)
+    stmt = parse_statement(text, "mysql")  # backquoted names are MySQL's
     assert stmt.select == text[: text.index(" TRAIN m")]
-    assert [c.name for c in stmt.columns] == ["x", "one", '"predict"', "`train`"]
+    assert [c.name for c in stmt.columns] == ["x", "one", None, "train"]  # "predict": a string
     assert stmt.columns[1].text == "(SELECT 1) AS one"
     assert stmt.tables == ("t",)
     assert (stmt.model_def, stmt.into.name) == ("m", "out")
@@ -197,10 +200,11 @@ def test_selected_columns_and_tables():
         None,
         None,
         None,
-        '"My Col"',
+        "My Col",
         None,
     ]
     assert stmt.columns[4] == SelectColumn("a + 1", None)
+    assert stmt.star
     assert stmt.tables == ("db.t", "u", '"V w"', "w")
     sub = "SELECT a FROM (SELECT a FROM t) s TRAIN m INTO x"
     assert parse_statement(sub).tables is None
@@ -217,13 +221,13 @@ def test_label_clause():
 
 def test_errors_point_at_the_position():
     t = "SELECT a FROM t TRAIN m"
-    assert_error(t, len(t), "expected WITH, LABEL or INTO <model> after the TRAIN clause")
+    assert_error(t, len(t), "expected WITH, COLUMN, LABEL or INTO <model> after the TRAIN clause")
     t = "SELECT a FROM t TRAIN m WITH x=1 INT0 out"
-    assert_error(t, t.index("INT0"), "expected ',', LABEL or INTO <model> after the WITH clause")
+    assert_error(t, t.index("INT0"), "expected ',', COLUMN, LABEL or INTO <model> after the WITH")
     t = "SELECT a FROM t TRAIN m WITH x=1 LABEL a out"
-    assert_error(t, t.index("out"), "expected INTO <model> after the LABEL clause, got 'out'")
+    assert_error(t, t.index("out"), "expected USING or INTO <model> after the LABEL clause, got")
     t = "SELECT a FROM t TRAIN m WITH a=1; INTO m"
-    assert_error(t, t.index(";"), "expected ',', LABEL or INTO <model>")
+    assert_error(t, t.index(";"), "expected ',', COLUMN, LABEL or INTO <model>")
     t = "SELECT a FROM t TRAIN m INTO x y"
     assert_error(t, t.index("y"), "unexpected 'y' here: expected the end")
     t = "SELECT a FROM t TRAIN m INTO ;"
@@ -256,29 +260,28 @@ def test_errors_point_at_the_position():
 
 def test_select_part_errors():
     t = "SELECT a FROM t"
-    e = assert_error(t, len(t), "expected a TRAIN or PREDICT clause")
-    assert "SELECT ... TRAIN <model_def> [WITH k=v, ...] [LABEL col] INTO <model>" in e.message
-    assert "SELECT ... PREDICT <table>.<column> USING <model>" in e.message
+    e = assert_error(t, len(t), "expected a TO TRAIN, TO PREDICT or TO EVALUATE clause")
+    assert "SELECT ... TO TRAIN <model> [WITH k=v, ...] [COLUMN ...] [LABEL col] INTO" in e.message
+    assert "SELECT ... TO PREDICT <table>.<column> USING <model>" in e.message
+    assert "SELECT ... TO EVALUATE <model> [WITH ...] LABEL col INTO <table>" in e.message
     t = "SELECT a FROM t;"
-    assert_error(t, t.index(";"), "unexpected ';', expected a TRAIN or PREDICT clause")
+    assert_error(t, t.index(";"), "unexpected ';', expected a TO TRAIN, TO PREDICT or TO")
     t = "SELECT a FROM t; DROP TABLE t; SELECT a FROM t TRAIN m INTO x"
-    assert_error(t, t.index(";"), "unexpected ';'")
+    assert_error(t, t.index(";"), "unexpected ';': one statement at a time")
     assert_error("TRAIN m INTO x", 0, "expected SELECT at the start of the statement")
-    assert_error("  -- nothing\n", 0, "expected SELECT")
+    assert_error("  -- nothing\n", len("  -- nothing"), "expected a TO TRAIN")
+    t = "DELETE FROM t TO TRAIN m INTO x"
+    assert_error(t, 0, "expected SELECT at the start of the statement, got DELETE")
     t = "SELECT a) FROM t TRAIN m INTO x"
-    assert_error(t, t.index(")"), "unexpected ')' without a matching '('")
+    assert_error(t, t.index(")"), "the SELECT does not parse")
     t = "SELECT (a FROM t TRAIN m INTO x"
     assert_error(t, t.index("("), "'(' is never closed")
     t = "SELECT 'abc FROM t TRAIN m INTO x"
     assert_error(t, t.index("'"), "unterminated string starting here")
     t = "SELECT a /* FROM t TRAIN m INTO x"
     assert_error(t, t.index("/*"), "unterminated /* comment")
-    t = "SELECT a,, b FROM t TRAIN m INTO x"
-    assert_error(t, t.index(", b"), "expected a column before ','")
-    t = "SELECT a, FROM t TRAIN m INTO x"
-    assert_error(t, t.index("FROM"), "expected a column after ','")
-    t = "SELECT train FROM t TRAIN m INTO x"
-    assert_error(t, t.index("train"), "expected the columns after SELECT (quote a column named")
+    t = "SELECT train FROM t TRAIN m INTO x"  # a column named train, unquoted: SQL allows it
+    assert parse_statement(t).columns == (SelectColumn("train", "train"),)
 
 
 def test_multi_line_errors_show_the_offending_line():
@@ -309,7 +312,7 @@ def test_duplicate_and_unknown_with_keys():
     e = assert_error(t, t.index("engine"), "did you mean 'engine.num_workers'?")
     assert all(f"engine.{k}" in e.message for k in ENGINE_KEYS)
     t = "SELECT a FROM t TRAIN m WITH foo.bar=3 INTO x"
-    assert_error(t, t.index("foo"), "unknown WITH key 'foo.bar': a key is a model param")
+    assert_error(t, t.index("foo"), "unknown WITH key 'foo.bar': a key is a model argument")
 
 
 def test_with_option_values_are_checked():
@@ -328,7 +331,7 @@ def test_with_option_values_are_checked():
         t = f"SELECT a FROM t TRAIN m WITH {attr} INTO x"
         assert_error(t, t.index("=") + 1, f"WITH {attr.split('=')[0]}: {expected}")
     ok = "SELECT a FROM t TRAIN m WITH engine.task_timeout_floor=2.5, engine.engine=argo INTO x"
-    assert parse_statement(ok).split_with()[2] == {"task_timeout_floor": 2.5, "engine": "argo"}
+    assert parse_statement(ok).split_with().engine == {"task_timeout_floor": 2.5, "engine": "argo"}
 
 
 @pytest.mark.parametrize(
@@ -342,11 +345,11 @@ def test_with_option_values_are_checked():
         ("SELECT a FROM t TRAIN m INTO x; DROP TABLE y", "DROP", "after ';'"),
         ("SELECT a FROM t TRAIN m INTO x/**/y", "y", "unexpected 'y'"),
         ("SELECT a FROM t TRAIN m INTO ../x", "..", "expected a model name"),
-        ("SELECT a FROM t TRAIN m LABEL a-b INTO x", "-b", "expected INTO <model>"),
+        ("SELECT a FROM t TRAIN m LABEL a-b INTO x", "-b", "expected USING or INTO <model>"),
         ("SELECT a FROM t TRAIN m LABEL 'y' INTO x", "'y'", "expected a column name after LABEL"),
         ('SELECT a FROM t TRAIN m LABEL "y\nz" INTO x', '"y', "a quoted name must not"),
-        ("SELECT a FROM t TRAIN m;x INTO y", ";", "expected WITH, LABEL or INTO"),
-        ("SELECT a FROM t TRAIN m.x;y INTO z", ";", "expected WITH, LABEL or INTO"),
+        ("SELECT a FROM t TRAIN m;x INTO y", ";", "expected WITH, COLUMN, LABEL or INTO"),
+        ("SELECT a FROM t TRAIN m.x;y INTO z", ";", "expected WITH, COLUMN, LABEL or INTO"),
     ],
 )
 def test_injection_in_identifiers_is_rejected(text, at, expected):
@@ -380,7 +383,7 @@ def test_quote_identifier_rejects_bad_names(name):
 
 
 def test_split_with_maps_keys_to_options():
-    model, train, engine = split_with(
+    keys = split_with(
         {
             "hidden_units": [10, 5],
             "model.learning_rate": 0.01,
@@ -399,8 +402,8 @@ def test_split_with_maps_keys_to_options():
             "engine.intra_op_threads": 1,
         }
     )
-    assert model == {"hidden_units": [10, 5], "learning_rate": 0.01}
-    assert train == {
+    assert keys.model == {"hidden_units": [10, 5], "learning_rate": 0.01}
+    assert keys.train == {
         "num_epochs": 3,
         "minibatch_size": 32,
         "records_per_task": 100,
@@ -411,7 +414,7 @@ def test_split_with_maps_keys_to_options():
         "use_async": False,
         "grads_to_wait": 2,
     }
-    assert engine == {
+    assert keys.engine == {
         "num_workers": 2,
         "num_ps": 1,
         "max_worker_relaunches": 4,
@@ -472,6 +475,6 @@ def test_on_null_is_a_train_with_key():
     stmt = parse_statement(
         "SELECT a, b FROM t TRAIN regressor.DNN WITH train.on_null='fill:0' INTO m"
     )
-    assert stmt.split_with()[1] == {"on_null": "fill:0"}
+    assert stmt.split_with().train == {"on_null": "fill:0"}
     with pytest.raises(StatementError, match="expected error, skip or fill:VALUE"):
         parse_statement("SELECT a, b FROM t TRAIN regressor.DNN WITH train.on_null=drop INTO m")

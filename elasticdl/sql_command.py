@@ -228,6 +228,19 @@ def _kept(run_dir: Path, compiled: Any, err: Exception) -> StatementResult:
     )
 
 
+def _key_notes(compiled: Any, schema: dict[str, Any]) -> list[str]:
+    """Key columns among the features the SELECT gave (runtime/sql/key_columns.py); none to say
+    when a COLUMN clause names the features."""
+    from elasticdl.runtime.sql.key_columns import key_notes, primary_keys
+
+    statement = compiled.statement
+    if statement is None or statement.feature_columns or not schema:
+        return []
+    label = schema.get("label")
+    features = [c["name"] for c in schema.get("columns", ()) if c["name"] != label]
+    return key_notes(features, primary_keys(compiled.values["db"], statement.tables))
+
+
 def _result(run: Any, compiled: Any) -> StatementResult:
     kind, notes = compiled.pipeline, list(compiled.notes)
     job = run.step(kind).result
@@ -240,6 +253,7 @@ def _result(run: Any, compiled: Any) -> StatementResult:
             kind, "failed", compiled.model, rows, error=error, notes=notes, report=report
         )
     if kind == "train":
+        notes += _key_notes(compiled, getattr(converted, "schema", None) or {})
         return StatementResult(
             kind, "succeeded", compiled.model, rows, notes=notes, report=report, run=job.output
         )

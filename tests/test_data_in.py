@@ -179,7 +179,10 @@ def test_a_statement_with_a_common_table_expression_trains_on_sqlite(tmp_path: P
         "LABEL salary INTO cte_model"
     )
     done = _cli("sql", statement, "--db", f"sqlite:///{db}", "--model_root", str(tmp_path))
-    report = json.loads((tmp_path / "cte_model" / "job_report.json").read_text())
+    from elasticdl.runtime.trained_model import resolve_model_url
+
+    run = resolve_model_url(str(tmp_path / "cte_model"))  # TRAIN INTO: a new run, LATEST on it
+    report = json.loads((Path(run) / "job_report.json").read_text())
     assert report["status"] == "succeeded", done.stderr
     assert report["records"]["planned"] == 150 * 2  # the expression's rows, not the table's
     from elasticdl.runtime.trained_model import read_trained_model

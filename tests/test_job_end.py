@@ -8,6 +8,7 @@ import json
 import logging
 import re
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -59,11 +60,17 @@ def test_sql_train_ends_with_metrics_units_curves_and_no_temporary_folder(tmp_pa
     code = main(["sql", statement, "--db", db, "--model_root", str(tmp_path / "models")])
     out, err = capsys.readouterr()
     assert code == 0, err
-    model = tmp_path / "models" / "m"
+    from elasticdl.runtime.trained_model import resolve_model_url
+
+    model = Path(resolve_model_url(str(tmp_path / "models" / "m")))  # the run LATEST names
+    assert model.parent == tmp_path / "models" / "m" / "runs"
     report = json.loads((model / "job_report.json").read_text())
     lines = out.splitlines()
     assert "note: column 'id' is left out of the features" in lines[0]
-    assert lines[1] == f"trained on 600 row(s); model written to {model}"
+    assert lines[1] == (
+        f"trained on 600 row(s); model {tmp_path / 'models' / 'm'} is now run {model.name} "
+        f"({model})"
+    )
     assert re.fullmatch(r"metrics: mae=\S+, mse=\S+ \(evaluation at model version \d+\)", lines[2])
     # regressor.DNN learns the standardized salary: its loss says so, the metrics are in dollars.
     assert report["loss_units"].startswith("standardized label units, (label - ")

@@ -78,6 +78,13 @@ def _probe_elsewhere(zoo_root: Path, model_def: str, params: str, mode: str) -> 
     return lines[-1] if lines else f"exit status {done.returncode}"
 
 
+_decided_by_parent: str | None = None
+"""In a job's child master (`run_elsewhere`): the mode the parent decided, which `resolve` and
+`likely` answer there. Without it a predict job's child prepared its standbys in the mode the
+file looked like (Keras 3), then started a grandchild for Keras 2, which the parent's output
+claim refused."""
+
+
 def resolve(flag: str, zoo_root: Path, model_def: str, params: str) -> str:
     """The job's Keras mode: the flag, else what the model file needs (keras_mode.decide).
 
@@ -86,6 +93,8 @@ def resolve(flag: str, zoo_root: Path, model_def: str, params: str) -> str:
     if flag in (keras_mode.KERAS2, keras_mode.KERAS3):
         keras_mode.check_installed(flag)
         return flag
+    if _decided_by_parent is not None:
+        return _decided_by_parent
     source = _source(zoo_root, model_def)
     found = keras_mode.markers(source)
     error, keras2_builds = "", False
@@ -106,6 +115,8 @@ def likely(flag: str, zoo_root: Path, model_def: str) -> str:
     anything: the flag, else Keras 2 for a model file with markers, else Keras 3."""
     if flag in (keras_mode.KERAS2, keras_mode.KERAS3):
         return flag
+    if _decided_by_parent is not None:
+        return _decided_by_parent
     return (
         keras_mode.KERAS2 if keras_mode.markers(_source(zoo_root, model_def)) else keras_mode.KERAS3
     )
@@ -205,6 +216,9 @@ def _result_class(kind: str) -> type:
 
 
 def _run_job(kind: str, options_path: str, result_path: str) -> int:
+    from elasticdl.runtime.master import keras_switch  # this file runs as __main__
+
+    keras_switch._decided_by_parent = keras_mode.current()
     data = json.loads(Path(options_path).read_text())
     try:
         if kind == "train":

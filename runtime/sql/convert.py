@@ -164,17 +164,26 @@ def check_output(output: str, storage_options: dict[str, Any] | None = None) -> 
         )
 
 
+_SUMMARY_AFTER_S = 2.0
+"""A conversion this long or longer ends with its summary at INFO; a shorter one at DEBUG (the
+command that ran it says how many rows; a bad statement stays one line)."""
+
+
 class _Progress:
     def __init__(self, interval_s: float = 2.0) -> None:
         self._tty = sys.stderr.isatty()
         self._interval = 0.2 if self._tty else interval_s
         self._start = self._last = time.monotonic()
+        self._told = False
 
     def update(self, rows: int, force: bool = False) -> None:
+        """Told every interval; the final count (`force`) only after an earlier line, so a
+        conversion shorter than the interval prints nothing before a one-line error."""
         now = time.monotonic()
-        if not force and now - self._last < self._interval:
+        if now - self._last < self._interval and not (force and self._told):
             return
         self._last = now
+        self._told = True
         rate = rows / max(now - self._start, 1e-9)
         text = f"converted {rows:,} rows ({rate:,.0f} rows/s)"
         if self._tty:
@@ -747,7 +756,8 @@ def convert_rows(
     finally:
         close()
     seconds = time.monotonic() - started
-    log.info(
+    log.log(
+        logging.INFO if seconds >= _SUMMARY_AFTER_S else logging.DEBUG,
         "converted %d row(s) into %d file(s)%s in %.1f s (%.0f rows/s)",
         written,
         len(shards.files),

@@ -31,6 +31,7 @@ COPY steps ./steps
 COPY workflows ./workflows
 COPY proto ./proto
 COPY model_zoo ./model_zoo
+COPY elasticdl_preprocessing ./elasticdl_preprocessing
 ARG ELASTICDL_EXTRAS=
 # tf_keras (Keras 2 model files) without its `tensorflow` requirement: the image's TensorFlow
 # provides it.
@@ -65,6 +66,6 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    TF_CPP_MIN_LOG_LEVEL=2
+    TF_CPP_MIN_LOG_LEVEL=3
 USER 1000:1000
 WORKDIR /home/elasticdl

@@ -132,7 +132,11 @@ def configure_tensorflow(config: JobConfig) -> None:
 
 
 def import_tensorflow(mode: str) -> ModuleType:
-    """TensorFlow, imported with the Keras of `mode` (and Keras 3 without scikit-learn)."""
+    """TensorFlow, imported with the Keras of `mode` (and Keras 3 without scikit-learn).
+
+    Keras 3 is imported in Keras 2 mode too: the parameter servers keep their variables in it
+    whatever the model file's Keras, and its first import (5 s with scikit-learn on a loaded
+    2-core machine) came inside the store's lock on the first push, past the liveness probe."""
     from elasticdl.runtime import keras_mode
 
     keras_mode.apply(mode)
@@ -140,6 +144,7 @@ def import_tensorflow(mode: str) -> ModuleType:
         import tensorflow as tf
 
         keras_mode.keras()
+        import keras  # noqa: F401 - see above
     return tf
 
 

@@ -40,6 +40,8 @@ _MODULE_MARKERS = (
     "tensorflow.python.keras",
     "tensorflow.python.feature_column",
     "elasticdl.feature_column",
+    "elasticdl.python.elasticdl.feature_column",
+    "elasticdl_preprocessing.feature_column",
 )
 _NAME_MARKERS = {
     "DenseFeatures": "the DenseFeatures layer",
@@ -51,7 +53,8 @@ def markers(source: str) -> list[str]:
     """What in a model file's source needs Keras 2 (empty: nothing seen).
 
     Imports of tf_keras, tensorflow.python.keras or a feature-column module
-    (elasticdl.feature_column, tensorflow.python.feature_column), and any use of
+    (elasticdl.feature_column and its v0.2 path, elasticdl_preprocessing.feature_column,
+    tensorflow.python.feature_column), and any use of
     `DenseFeatures` or `input_layer`: feature columns feed a Keras model only through those.
     (`tf.feature_column.numeric_column` alone, as the first design document's schema, is no
     marker.) A file that does not parse has none: the import will report its error.

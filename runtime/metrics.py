@@ -49,16 +49,16 @@ class MetricAccumulator:
 
     def update(self, labels: Any, predictions: Any) -> None:
         batch = _batch_size(labels)
+        read = self.metrics.prediction_for
         for name, fn in self.metrics.functions.items():
-            self._add(f"fn/{name}", _sum_count(fn(labels, predictions), batch))
+            self._add(f"fn/{name}", _sum_count(fn(labels, read(name, predictions)), batch))
         if self.metrics.batch_fn is not None:
             for name, value in self.metrics.batch_fn(labels, predictions).items():
                 self._add(f"batch/{name}", _sum_count(value, batch))
         for name, metric in self.metrics.keras_metrics.items():
             transform = self.metrics.transforms.get(name)
-            metric.update_state(
-                *(transform(labels, predictions) if transform else (labels, predictions))
-            )
+            outputs = read(name, predictions)
+            metric.update_state(*(transform(labels, outputs) if transform else (labels, outputs)))
 
     def _add(self, key: str, value: np.ndarray) -> None:
         self._sums[key] = self._sums[key] + value if key in self._sums else value

@@ -2,7 +2,8 @@
 
 `--model_def=a.b.Symbol` names `<zoo>/a/b.py` (or `<zoo>/a/b/__init__.py`) and `Symbol` in it.
 The module is imported as a real package with the zoo root on `sys.path`, so imports inside the
-zoo work. The symbol decides the style:
+zoo work, and under the zoo directory's own name too (`from model_zoo.x import y`:
+runtime/zoo_package.py). The symbol decides the style:
 
 1. *functions*: a function returning a Keras model, a Keras `Model` subclass without `default_*`
    methods, or a model instance; the module supplies `dataset_fn`, `loss`, `optimizer`,
@@ -55,6 +56,7 @@ from types import ModuleType
 from typing import Any
 
 from elasticdl.mode import Mode
+from elasticdl.runtime import zoo_package
 from elasticdl.runtime.column_spec import ResolvedFeatures
 from elasticdl.runtime.optimizer_params import OptimizerPlan, keras_optimizer
 from elasticdl.runtime.optimizer_params import plan as plan_optimizers
@@ -79,6 +81,18 @@ class ModelZooError(ValueError):
     """The model definition cannot be resolved; the message names what was searched."""
 
 
+class ModelBuildError(ValueError):
+    """The model file's own code failed while building the model (one line; the original
+    error is the `__cause__`). Not a ModelZooError: another Keras may cure it
+    (runtime/master/keras_switch.py probes exactly such failures)."""
+
+    @classmethod
+    def of(cls, model_def: str, err: Exception) -> ModelBuildError:
+        lines = str(err).strip().splitlines()
+        detail = f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
+        return cls(f"building {model_def} raised {detail}")
+
+
 @dataclass
 class EvalMetrics:
     """The metrics of one evaluation, fresh for each (Keras metrics carry state).
@@ -87,22 +101,31 @@ class EvalMetrics:
     mean); `keras_metrics` are stateful Keras metric objects, each given (labels, predictions)
     through its `transforms` entry when it has one (metrics named in text read class ids or
     probabilities: runtime/metrics_by_name.py); `batch_fn` (ElasticDLSpec style) returns a dict
-    of values for a batch. `values()` evaluates the stateless ones.
+    of values for a batch. `outputs` names, per metric of a model returning a dict, the output
+    it reads (runtime/output_metrics.py; `prediction_for`). `values()` evaluates the stateless
+    ones.
     """
 
     functions: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
     keras_metrics: dict[str, Any] = field(default_factory=dict)
     batch_fn: Callable[[Any, Any], dict[str, Any]] | None = None
+    outputs: dict[str, str] = field(default_factory=dict)
     transforms: dict[str, Callable[[Any, Any], tuple[Any, Any]]] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, metrics: Mapping[str, Any] | None = None) -> EvalMetrics:
-        """Split an `eval_metrics_fn()` result into Keras metrics and plain callables."""
+        """Split an `eval_metrics_fn()` result (flat, or keyed by output) into Keras metrics
+        and plain callables."""
+        from elasticdl.runtime import output_metrics
         from elasticdl.runtime.keras_mode import is_metric
 
         functions: dict[str, Callable[[Any, Any], Any]] = {}
         stateful: dict[str, Any] = {}
-        for name, metric in (metrics or {}).items():
+        try:
+            flat, outputs = output_metrics.flatten(metrics)
+        except ValueError as err:
+            raise ModelZooError(str(err)) from None
+        for name, metric in flat.items():
             if is_metric(metric):
                 stateful[name] = metric
             elif callable(metric):
@@ -112,15 +135,24 @@ class EvalMetrics:
                     f"eval metric {name!r} is a {type(metric).__name__}; give a callable "
                     "(labels, predictions) -> values, or a keras.metrics.Metric"
                 )
-        return cls(functions=functions, keras_metrics=stateful)
+        return cls(functions=functions, keras_metrics=stateful, outputs=outputs)
 
     @property
     def names(self) -> list[str]:
         return [*self.functions, *self.keras_metrics]
 
+    def prediction_for(self, name: str, predictions: Any) -> Any:
+        """What metric `name` reads of a batch's predictions (its output, or all)."""
+        from elasticdl.runtime.output_metrics import select
+
+        return select(predictions, self.outputs.get(name))
+
     def values(self, labels: Any, predictions: Any) -> dict[str, Any]:
         """Stateless metric values for one batch (per example, or a batch mean)."""
-        found = {name: fn(labels, predictions) for name, fn in self.functions.items()}
+        found = {
+            name: fn(labels, self.prediction_for(name, predictions))
+            for name, fn in self.functions.items()
+        }
         if self.batch_fn is not None:
             found.update(self.batch_fn(labels, predictions))
         return found
@@ -221,18 +253,36 @@ class ModelSpec:
         for role in ("dataset_fn", "loss", "optimizer"):
             if pieces.get(role) is None:
                 raise self._missing(role)
-        make_optimizer = pieces["optimizer"]
-        optimizer_args = {**bind_params(make_optimizer, self.plain_params), **plan.piece_args}
+        from elasticdl.runtime import single_input
+
         return ModelInstance(
             model=model,
-            dataset_fn=self._dataset_fn(pieces["dataset_fn"]),
+            dataset_fn=single_input.adapt(self._dataset_fn(pieces["dataset_fn"]), model),
             loss=_loss_adapter(pieces["loss"]),
-            optimizer=make_optimizer(**optimizer_args),
+            optimizer=self._bind_optimizer(pieces["optimizer"]),
             eval_metrics=self._eval_metrics(pieces.get("eval_metrics_fn")),
             callbacks=pieces.get("callbacks"),
             prediction_outputs_processor=pieces.get("prediction_outputs_processor"),
             prediction_column=_prediction_column(pieces.get("prepare_prediction_column")),
         )
+
+    def build_optimizer(self) -> Any:
+        """The optimizer alone, the model left unbuilt where the style allows: a module's or
+        a flag's `optimizer(...)`. The parameter servers need only it, and building a model
+        there (a Keras 2 functional model of TF ops takes seconds on a loaded machine) held
+        the PS's lock past its liveness probe. A model's `default_optimizer`, an
+        ElasticDLSpec's `create_optimizer` and an optimizer given to the model's constructor
+        need their object, so those still build it."""
+        plan = self.optimizer_plan
+        if plan.keras_class:
+            return keras_optimizer(plan.keras_class, plan.keras_args)
+        piece = self._pieces.get("optimizer")
+        if piece is None or plan.to_constructor:
+            return self.instantiate().optimizer
+        return self._bind_optimizer(piece)
+
+    def _bind_optimizer(self, fn: Callable[..., Any]) -> Any:
+        return fn(**{**bind_params(fn, self.plain_params), **self.optimizer_plan.piece_args})
 
     @property
     def plain_params(self) -> dict[str, Any]:
@@ -271,7 +321,10 @@ class ModelSpec:
         for param, (name, args) in plan.to_constructor.items():
             kwargs[param] = keras_optimizer(name, args)
         kwargs.update(plan.constructor_args)
-        return symbol(**kwargs)
+        try:
+            return symbol(**kwargs)
+        except Exception as err:  # noqa: BLE001 - the model file's own code: one line
+            raise ModelBuildError.of(self.model_def, err) from err
 
     def _instantiate_spec(self, context: Mapping[str, Any] | None) -> ModelInstance:
         kwargs = bind_params(_constructor(self.symbol), self.params, reserved=("context",))
@@ -285,7 +338,7 @@ class ModelSpec:
             model=spec.create_model(),
             dataset_fn=_dataset_adapter(dataset_fn),
             loss=_loss_adapter(loss) if loss else _spec_loss(spec),
-            optimizer=optimizer(**bind_params(optimizer, self.params)),
+            optimizer=self._bind_optimizer(optimizer),
             eval_metrics=_metrics_adapter(metrics, self.params) if metrics else _spec_metrics(spec),
             callbacks=pieces.get("callbacks"),
             prediction_outputs_processor=pieces.get("prediction_outputs_processor"),
@@ -502,6 +555,7 @@ def import_zoo_module(
             sys.path.remove(root)
         sys.path.insert(0, root)
         _forget_conflicting(module_path.split(".")[0], zoo_root)
+        zoo_package.register(zoo_root)  # `from <zoo dir name>.x import y` in model files
         importlib.invalidate_caches()
         try:
             return importlib.import_module(module_path)
@@ -641,6 +695,7 @@ def load_model_spec(
         module_path, name = _split_dotted(builtin, "--model_def")
     else:
         module_path, name = _split_dotted(model_def, "--model_def")
+    _refuse_outside_contract(root, module_path, model_def)
     if keras_mode.current() == keras_mode.KERAS2:
         keras_compat.install()
     module = import_zoo_module(root, module_path, "--model_def", symbol=name)
@@ -703,6 +758,22 @@ def load_model_spec(
         _check_pieces(spec)
     _check_params(spec)
     return spec
+
+
+def _refuse_outside_contract(zoo_root: Path, module_path: str, model_def: str) -> None:
+    """One line naming the kind of a program that is no model file (runtime/zoo_kinds.py)."""
+    from elasticdl.runtime.zoo_kinds import kind
+
+    for candidate in _module_candidates(zoo_root, module_path):
+        if candidate.is_file():
+            found = kind(candidate.read_text(errors="replace"))
+            if found:
+                raise ModelZooError(
+                    f"--model_def {model_def}: {candidate} is {found}, outside the model-zoo "
+                    "contract (a Keras model with dataset_fn or feed, loss and optimizer); "
+                    "ElasticDL ran such files with --job_command, which this project does not"
+                )
+            return
 
 
 def _piece_modules(module: ModuleType, symbol: Any) -> list[ModuleType]:

@@ -10,9 +10,17 @@ command and fill the logs of every worker.
 `install()` (called when the `elasticdl` package is imported, so in every process of a job)
 puts an import hook in front of `tensorflow`: while the package executes, file descriptor 2
 goes to a temporary file; afterwards the C++ log lines below the level `TF_CPP_MIN_LOG_LEVEL`
-asks for (2 unless the user says otherwise: errors only) are dropped, and every other line is
-written back to stderr in order. Only the import is captured; once TensorFlow has initialised
-absl, `TF_CPP_MIN_LOG_LEVEL` works as documented. No dependencies: every layer may import this.
+asks for are dropped, and every other line is written back to stderr in order. Only the import
+is captured; once TensorFlow has initialised absl, `TF_CPP_MIN_LOG_LEVEL` works as documented.
+No dependencies: every layer may import this.
+
+The level is 3 unless the user set one, in this process's environment, so every child started
+from it inherits it before its own TensorFlow import (pods get it from their manifest and the
+image). 2 would not do: with the `tensorflow` wheel on a machine without a GPU, TensorFlow logs
+`E0000 ... cuda_platform.cc:52] failed call to cuInit: ...` at ERROR level when it first looks
+for devices, after the import, in every process, before any error the command prints; GPU images
+log duplicate-plugin registrations at ERROR level too. TensorFlow's errors that matter reach
+Python as exceptions; `TF_CPP_MIN_LOG_LEVEL=2` (or lower) shows its C++ error log again.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import sys
 import tempfile
 from types import ModuleType
 
-DEFAULT_LEVEL = "2"
+DEFAULT_LEVEL = "3"
 """TF_CPP_MIN_LOG_LEVEL unless the user set one: 0 all, 1 no INFO, 2 no WARNING, 3 no ERROR."""
 
 _ABSL_PREAMBLE = "WARNING: All log messages before absl::InitializeLog() is called"

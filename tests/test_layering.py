@@ -167,6 +167,24 @@ def test_the_tree_imports_only_downward():
     assert not found, "forbidden imports:\n" + "\n".join(found)
 
 
+def test_the_preprocessing_package_sits_on_the_runtime():
+    """`elasticdl_preprocessing` (ElasticDL's package, for model files) may import the runtime,
+    proto and the contract, nothing above them; nothing of `elasticdl` imports it."""
+    dirs = package_dirs(ROOT)
+    own = []
+    for path in sorted((ROOT / "elasticdl_preprocessing").rglob("*.py")):
+        own += edges_of(path, module_name(path, ROOT, dirs))
+    assert own, "the scan found no imports in elasticdl_preprocessing"
+    above = [
+        f"{e.where}: {e.imported}"
+        for e in own
+        if layer_of(e.imported) not in (None, "contract", "runtime", "proto")
+    ]
+    assert not above, "elasticdl_preprocessing imports above the runtime:\n" + "\n".join(above)
+    into = [e.where for e in scan(ROOT) if e.imported.startswith("elasticdl_preprocessing")]
+    assert not into, "elasticdl imports elasticdl_preprocessing:\n" + "\n".join(into)
+
+
 def test_the_scan_sees_the_package_mapping_and_function_local_imports():
     edges = scan(ROOT)
     importers = {e.importer for e in edges}

@@ -33,7 +33,16 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 NAME = PYPROJECT["project"]["name"]
 DATA_PACKAGES = {"elasticdl.workflows.schemas"}
 """Folders without __init__.py that ship package data (listed, so setuptools does not warn)."""
-SOURCE_FOLDERS = ("elasticdl", "runtime", "steps", "workflows", "proto", "model_zoo")
+SOURCE_FOLDERS = (
+    "elasticdl",
+    "runtime",
+    "steps",
+    "workflows",
+    "proto",
+    "model_zoo",
+    "elasticdl_preprocessing",
+)
+OWN_PACKAGES = ("elasticdl", "elasticdl_preprocessing")
 OPTIONAL_IMPORTS = {"kubernetes_validate": "lint", "tf_keras": "keras2", "pyarrow": "parquet"}
 """Imports the sources guard, naming the extra that provides them."""
 SAME_CODE = {"tensorflow": ("tensorflow", "tensorflow-cpu")}
@@ -173,7 +182,7 @@ def _third_party_imports() -> dict[str, set[str]]:
                     continue
                 for name in names:
                     top = name.split(".")[0]
-                    if top in sys.stdlib_module_names or top in zoo_local or top == "elasticdl":
+                    if top in sys.stdlib_module_names or top in zoo_local or top in OWN_PACKAGES:
                         continue
                     found.setdefault(top, set()).add(str(path.relative_to(ROOT)))
     return found

@@ -590,7 +590,7 @@ def test_runtime_dockerfile_static_checks():
     for keyword, args in final:
         if keyword == "ENV":
             env.update(key_values(args))
-    assert env["PYTHONUNBUFFERED"] == "1" and env["TF_CPP_MIN_LOG_LEVEL"] == "2"
+    assert env["PYTHONUNBUFFERED"] == "1" and env["TF_CPP_MIN_LOG_LEVEL"] == "3"
     assert env["PATH"].startswith("/opt/venv/bin:")
     # CUDA for a pod given a GPU; its GPUs are the device plugin's, never all of a node's.
     assert env["NVIDIA_DRIVER_CAPABILITIES"] == "compute,utility"

@@ -4,12 +4,13 @@
               input_length=None, combiner=None, seed=0, name=None)
 
 ElasticDL v0.2's constructor, with no `input_dim`: ids are int64 values of any size (hash
-strings to ids before the layer). Inputs: an integer tensor of any shape (output: its shape
-plus `output_dim`), or with `combiner` ("sum", "mean", "sqrtn") the ids of the last axis -- or
-of each row of a `tf.RaggedTensor` / 2-D `tf.SparseTensor` -- are combined into one vector
-(output: `[..., output_dim]`; a row without ids gives zeros). With `mask_zero=True`, id 0 is
-padding: without a combiner the layer returns a Keras mask (`ids != 0`), with one, id 0 takes
-no part in the combination.
+strings to ids before the layer; floats holding whole numbers are cast, as v0.2 did).
+Inputs: an integer tensor of any shape (output: its shape plus `output_dim`), or with
+`combiner` ("sum", "mean", "sqrtn") the ids of the last axis -- or of each row of a
+`tf.RaggedTensor` / 2-D `tf.SparseTensor` -- are combined into one vector (output:
+`[..., output_dim]`; a row without ids gives zeros). With `mask_zero=True`, id 0 is padding:
+without a combiner the layer returns a Keras mask (`ids != 0`), with one, id 0 takes no part
+in the combination.
 
 Where the rows come from, in this order:
 
@@ -24,6 +25,10 @@ Where the rows come from, in this order:
 
 Table names: `table_name` defaults to the layer's name; a worker names the tables of a model
 by position and layer name (`tables.assign_table_names`) so every process agrees.
+
+This is the Keras 3 class; `layer_keras2.Embedding` is the same layer for Keras 2 model files
+(tf_keras), and `elasticdl.layers.Embedding` is the one of the process's Keras mode
+(runtime/keras_mode.py). Both share `lookup.TableLookup`, which holds the behaviour.
 """
 
 from __future__ import annotations
@@ -32,24 +37,23 @@ import json
 from typing import Any
 
 import keras
-import numpy as np
-import tensorflow as tf
 
-from elasticdl.runtime.embedding import feed
+from elasticdl.runtime.embedding.lookup import COMBINERS, TableLookup
 
-COMBINERS = (None, "sum", "mean", "sqrtn")
+__all__ = ["COMBINERS", "Embedding", "initializer_spec"]
 
 
-def initializer_spec(initializer: Any) -> str:
-    """The PS-side spec of a Keras initializer: its name, or the JSON of its config."""
+def initializer_spec(initializer: Any, serialize: Any = None) -> str:
+    """The PS-side spec of a Keras initializer: its name, or the JSON of its config
+    (`serialize`: the Keras module's `initializers.serialize`, Keras 3's by default)."""
     if isinstance(initializer, str):
         return initializer
     if isinstance(initializer, dict):
         return json.dumps(initializer, sort_keys=True)
-    return json.dumps(keras.initializers.serialize(initializer), sort_keys=True)
+    return json.dumps((serialize or keras.initializers.serialize)(initializer), sort_keys=True)
 
 
-class Embedding(keras.layers.Layer):
+class Embedding(TableLookup, keras.layers.Layer):
     """A parameter-server-backed embedding lookup (see the module docstring)."""
 
     def __init__(
@@ -64,116 +68,14 @@ class Embedding(keras.layers.Layer):
     ) -> None:
         kwargs.pop("input_dim", None)  # accepted for keras.layers.Embedding compatibility
         super().__init__(**kwargs)
-        if int(output_dim) < 1:
-            raise ValueError(f"Embedding: output_dim must be >= 1, got {output_dim}")
-        if combiner not in COMBINERS:
-            raise ValueError(f"Embedding: combiner must be one of {COMBINERS}, got {combiner!r}")
-        self.output_dim = int(output_dim)
-        self.embeddings_initializer = initializer_spec(embeddings_initializer)
-        self.mask_zero = bool(mask_zero)
-        self.input_length = input_length
-        self.combiner = combiner
-        self.seed = int(seed)
-        self.table_name: str = ""
-        self.supports_masking = self.mask_zero and combiner is None
-        self._local: Any = None
-        self._trained: Any = None
-
-    @property
-    def table(self) -> str:
-        """The name of this layer's table on the parameter servers."""
-        return self.table_name or self.name
-
-    def build(self, input_shape: Any = None) -> None:
-        self.built = True
-
-    # -- rows --------------------------------------------------------------------------------
-    def set_trained_rows(self, ids: np.ndarray, rows: np.ndarray) -> None:
-        """Serve from trained rows: `ids` (n,) int64 and `rows` (n, output_dim); other ids
-        read as zeros."""
-        ids = np.asarray(ids, np.int64).reshape(-1)
-        rows = np.asarray(rows, np.float32).reshape(len(ids), self.output_dim)
-        matrix = np.concatenate([rows, np.zeros((1, self.output_dim), np.float32)])
-        zeros_row = len(ids)
-        index = np.arange(len(ids), dtype=np.int64)
-        if not len(ids):  # a hash table cannot be empty: one key, mapped to the zeros row
-            ids, index = np.zeros(1, np.int64), np.zeros(1, np.int64)
-        init = tf.lookup.KeyValueTensorInitializer(tf.constant(ids), tf.constant(index))
-        table = tf.lookup.StaticHashTable(init, default_value=zeros_row)
-        self._trained = (table, tf.Variable(matrix, trainable=False, name="trained_rows"))
-
-    @property
-    def trained_resources(self) -> tuple[Any, ...]:
-        """The hash table and rows variable of `set_trained_rows` (for SavedModel tracking)."""
-        return self._trained or ()
-
-    def local_table(self) -> Any:
-        """The in-process table used outside a worker (created on first use)."""
-        if self._local is None:
-            from elasticdl.runtime.ps.embedding_table import EmbeddingTable
-
-            self._local = EmbeddingTable(
-                self.table, self.output_dim, self.embeddings_initializer, self.seed
-            )
-        return self._local
-
-    def _embed(self, ids: tf.Tensor) -> tf.Tensor:
-        """[n, output_dim] vectors of the flat int64 `ids`."""
-        context = feed.active()
-        if isinstance(context, feed.CollectedIds):
-            context.record(self.table, ids)
-            return tf.zeros([tf.size(ids), self.output_dim], tf.float32)
-        if isinstance(context, feed.FedRows):
-            rows, index = context.take(self.table)
-            return tf.gather(rows, index)
-        if self._trained is not None:
-            table, matrix = self._trained
-            return tf.gather(matrix, table.lookup(ids))
-        unique, index = tf.unique(ids, out_idx=tf.int32)
-
-        def lookup(values: tf.Tensor) -> np.ndarray:
-            return self.local_table().lookup(values.numpy())
-
-        rows = tf.py_function(lookup, [unique], tf.float32)
-        rows = tf.ensure_shape(rows, [None, self.output_dim])
-        return tf.gather(tf.stop_gradient(rows), index)
-
-    # -- call --------------------------------------------------------------------------------
-    def call(self, inputs: Any) -> Any:
-        if isinstance(inputs, tf.SparseTensor):
-            inputs = tf.RaggedTensor.from_sparse(inputs)
-        if isinstance(inputs, tf.RaggedTensor):
-            return self._call_ragged(inputs)
-        ids = _as_ids(inputs)
-        vectors = self._embed(tf.reshape(ids, [-1]))
-        out = tf.reshape(vectors, tf.concat([tf.shape(ids), [self.output_dim]], axis=0))
-        if self.combiner is None:
-            return out
-        weights = tf.ones_like(ids, tf.float32)
-        if self.mask_zero:
-            weights = tf.cast(tf.not_equal(ids, 0), tf.float32)
-        total = tf.reduce_sum(out * weights[..., None], axis=-2)
-        return self._normalize(total, tf.reduce_sum(weights, axis=-1, keepdims=True))
-
-    def _call_ragged(self, inputs: tf.RaggedTensor) -> Any:
-        ids = _as_ids(inputs.flat_values)
-        vectors = self._embed(tf.reshape(ids, [-1]))
-        if self.combiner is None:
-            return inputs.with_flat_values(vectors)
-        weights = tf.ones_like(ids, tf.float32)
-        if self.mask_zero:
-            weights = tf.cast(tf.not_equal(ids, 0), tf.float32)
-        weighted = inputs.with_flat_values(vectors * weights[:, None])
-        total = tf.reduce_sum(weighted, axis=-2)
-        counts = tf.reduce_sum(inputs.with_flat_values(weights), axis=-1)
-        return self._normalize(total, tf.expand_dims(counts, -1))
-
-    def _normalize(self, total: tf.Tensor, counts: tf.Tensor) -> tf.Tensor:
-        if self.combiner == "mean":
-            return tf.math.divide_no_nan(total, counts)
-        if self.combiner == "sqrtn":
-            return tf.math.divide_no_nan(total, tf.sqrt(counts))
-        return total
+        self._configure(
+            output_dim,
+            initializer_spec(embeddings_initializer),
+            mask_zero,
+            input_length,
+            combiner,
+            seed,
+        )
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if not self.mask_zero or self.combiner is not None:
@@ -181,28 +83,7 @@ class Embedding(keras.layers.Layer):
         return keras.ops.not_equal(inputs, 0)
 
     def compute_output_shape(self, input_shape: Any) -> tuple[Any, ...]:
-        shape = tuple(input_shape)
-        if self.combiner is None:
-            return (*shape, self.output_dim)
-        return (*shape[:-1], self.output_dim)
+        return self._output_shape(input_shape)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "output_dim": self.output_dim,
-            "embeddings_initializer": self.embeddings_initializer,
-            "mask_zero": self.mask_zero,
-            "input_length": self.input_length,
-            "combiner": self.combiner,
-            "seed": self.seed,
-        }
-
-
-def _as_ids(values: tf.Tensor) -> tf.Tensor:
-    values = tf.convert_to_tensor(values)
-    if not (values.dtype.is_integer):
-        raise TypeError(
-            f"Embedding takes integer ids, got {values.dtype.name}; hash strings to int64 ids "
-            "first (e.g. tf.strings.to_hash_bucket_fast)"
-        )
-    return tf.cast(values, tf.int64)
+        return {**super().get_config(), **self._own_config()}

@@ -20,19 +20,20 @@ from typing import Any
 
 import numpy as np
 
-from elasticdl.runtime.embedding.layer import Embedding
+from elasticdl.runtime.embedding.lookup import TableLookup
 
 TRAINED_PREFIX = "embedding:"
 _COUNTER_SUFFIX = re.compile(r"_\d+$")
 
 
-def embedding_layers(model: Any) -> dict[str, Embedding]:
-    """table name -> layer for every PS-backed `Embedding` in `model`; names them (see above)."""
-    found: dict[str, Embedding] = {}
-    layers = [model] if isinstance(model, Embedding) else []
+def embedding_layers(model: Any) -> dict[str, TableLookup]:
+    """table name -> layer for every PS-backed `Embedding` in `model` (a Keras 3 or a Keras 2
+    one); names them (see above)."""
+    found: dict[str, TableLookup] = {}
+    layers = [model] if isinstance(model, TableLookup) else []
     layers += list(model._flatten_layers(include_self=False, recursive=True))
     for layer in layers:
-        if isinstance(layer, Embedding):
+        if isinstance(layer, TableLookup):
             if not layer.table_name:
                 base = _COUNTER_SUFFIX.sub("", layer.name)
                 layer.table_name = f"e{len(found):03d}/{base}"

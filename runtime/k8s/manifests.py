@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from elasticdl.runtime import tf_quiet
+
 CONFIG_DIR = "/etc/elasticdl"
 CONFIG_FILE = "job.json"
 CONFIG_PATH = f"{CONFIG_DIR}/{CONFIG_FILE}"
@@ -600,7 +602,7 @@ def _env(spec: ClusterSpec, role: str, index: int) -> list[dict[str, Any]]:
     fixed = {
         **TMP_ENV,
         "PYTHONUNBUFFERED": "1",
-        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "TF_CPP_MIN_LOG_LEVEL": tf_quiet.DEFAULT_LEVEL,
         "ELASTICDL_JOB_NAME": spec.job_name,
         "ELASTICDL_MASTER_ADDR": spec.master_addr,
         "ELASTICDL_REPLICA_TYPE": role,

@@ -545,7 +545,9 @@ def _checked_callbacks(spec: Any, eval_metrics: Any, has_validation: bool) -> Jo
     if callbacks.lr_by_version or callbacks.lr_by_epoch:
         import keras
 
-        optimizer = spec.instantiate().optimizer
+        from elasticdl.runtime.ps.keras2_optimizer import as_keras3
+
+        optimizer = as_keras3(spec.build_optimizer())  # what the PS applies (Keras 2 too)
         if not isinstance(getattr(optimizer, "_learning_rate", None), keras.Variable):
             raise CallbackError(
                 "callbacks(): a LearningRateScheduler needs optimizer() to return an optimizer "

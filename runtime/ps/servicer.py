@@ -394,7 +394,7 @@ def parameters_of(config: JobConfig) -> Parameters:
     spec = config.load_spec()
     from elasticdl.runtime.ps.keras2_optimizer import as_keras3
 
-    parameters = Parameters(lambda: as_keras3(spec.instantiate().optimizer), policy_of(config))
+    parameters = Parameters(lambda: as_keras3(spec.build_optimizer()), policy_of(config))
     callbacks = spec.job_callbacks()
     if callbacks.lr_by_version or callbacks.lr_by_epoch:
         per_epoch = config.versions_per_epoch

@@ -95,3 +95,61 @@ def test_cli_error_is_one_line_when_tensorflow_is_noisy(tmp_path: Path) -> None:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2
     assert len(lines) == 1 and lines[0].startswith("elasticdl: error:"), done.stderr
+
+
+CUINIT = (
+    "E0000 00:00:1795891450.326257   27987 cuda_platform.cc:52] failed call to cuInit: "
+    "INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)\n"
+)
+
+
+def _tensorflow_logging_after_import(root: Path) -> Path:
+    """A stand-in `tensorflow` whose device lookup logs the cuInit error as the `tensorflow`
+    wheel does on a machine without a GPU: after the import, at ERROR level, and only when
+    TF_CPP_MIN_LOG_LEVEL (read from the environment of the process) is below 3 -- TensorFlow
+    2.21's rule, seen with that wheel here (level 2: the line; level 3: none)."""
+    package = root / "tensorflow"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        textwrap.dedent(
+            f"""
+            import os
+
+            def list_physical_devices():
+                if int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0")) < 3:
+                    os.write(2, {CUINIT.encode()!r})
+                return ["CPU:0"]
+            """
+        )
+    )
+    return root
+
+
+def test_every_process_and_child_gets_level_3_before_tensorflow(tmp_path: Path) -> None:
+    root = _tensorflow_logging_after_import(tmp_path)
+    code = (
+        "import os, subprocess, sys; import elasticdl, tensorflow; "
+        "tensorflow.list_physical_devices(); print(os.environ['TF_CPP_MIN_LOG_LEVEL']); "
+        "child = 'import tensorflow, os; tensorflow.list_physical_devices(); "
+        'print(os.environ["TF_CPP_MIN_LOG_LEVEL"])\'; '
+        "sys.stdout.flush(); subprocess.run([sys.executable, '-c', child], check=True)"
+    )
+    done = _run(code, root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "3\n3\n"
+    assert "cuInit" not in done.stderr
+    shown = _run("import elasticdl, tensorflow; tensorflow.list_physical_devices()", root,
+                 TF_CPP_MIN_LOG_LEVEL="2")  # fmt: skip
+    assert shown.stderr == CUINIT  # the user's level is honoured
+
+
+def test_the_manifests_and_the_image_give_level_3() -> None:
+    from elasticdl.runtime import tf_quiet
+    from elasticdl.runtime.k8s import manifests as m
+
+    assert tf_quiet.DEFAULT_LEVEL == "3"
+    pod = m.worker_pod(m.ClusterSpec("j", "i", "a:1"), 0, [], "x")
+    env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+    assert env["TF_CPP_MIN_LOG_LEVEL"] == "3"
+    dockerfile = (Path(__file__).resolve().parents[2] / "Dockerfile").read_text()
+    assert "TF_CPP_MIN_LOG_LEVEL=3" in dockerfile and "TF_CPP_MIN_LOG_LEVEL=2" not in dockerfile

@@ -11,7 +11,8 @@
   `OUTPUT/saved_model` anyway.
 
 Outside a job (plain Keras `fit`) the first two act on the optimizer's `iterations`, so a
-model file behaves the same in a quick local check.
+model file behaves the same in a quick local check. They are callbacks of this process's Keras
+(runtime/keras_mode.py): tf_keras's in Keras 2 mode, whose `fit` accepts only its own.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import keras
+from elasticdl.runtime import keras_mode
+
+_Callback: Any = keras_mode.keras().callbacks.Callback
 
 
-class LearningRateScheduler(keras.callbacks.Callback):
+class LearningRateScheduler(_Callback):
     """The learning rate as a function of the model version."""
 
     def __init__(self, schedule: Callable[[int], float]) -> None:
@@ -47,7 +50,7 @@ class LearningRateScheduler(keras.callbacks.Callback):
         optimizer.learning_rate = self.learning_rate(int(optimizer.iterations.numpy()))
 
 
-class MaxStepsStopping(keras.callbacks.Callback):
+class MaxStepsStopping(_Callback):
     """Stop training once the model version reaches `max_steps`."""
 
     def __init__(self, max_steps: int) -> None:
@@ -61,7 +64,7 @@ class MaxStepsStopping(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
-class SavedModelExporter(keras.callbacks.Callback):
+class SavedModelExporter(_Callback):
     """Accepted for v0.2 compatibility: jobs always export `OUTPUT/saved_model`."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

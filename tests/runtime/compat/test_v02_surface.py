@@ -44,6 +44,7 @@ V02_NAMES = {
         "check_required_kwargs",
     ],
     "elasticdl.python.elasticdl.layers.embedding": ["Embedding"],
+    "elasticdl.python.elasticdl.feature_column.feature_column": ["embedding_column"],
 }
 
 

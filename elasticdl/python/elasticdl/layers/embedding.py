@@ -1,6 +1,6 @@
 """ElasticDL v0.2's `elasticdl.python.elasticdl.layers.embedding.Embedding`, the same class as
-`elasticdl.layers.Embedding`."""
+`elasticdl.layers.Embedding` (a layer of this process's Keras)."""
 
-from elasticdl.runtime.embedding.layer import Embedding
+from elasticdl.layers.embedding import Embedding
 
 __all__ = ["Embedding"]

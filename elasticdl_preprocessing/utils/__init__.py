@@ -1,0 +1,1 @@
+"""Helpers of ElasticDL's preprocessing package: `decorators`, `analyzer_utils`."""

@@ -638,7 +638,23 @@ TRAIN: tuple[Option, ...] = (
         engines=BOTH,
     ),
     Option(
-        "num_ps", "Number of parameter servers", int, 1, minimum=1, engines=BOTH, takes=_JOB_CONFIG
+        "num_ps",
+        "Number of parameter servers",
+        int,
+        1,
+        aliases=("num_ps_pods",),  # ElasticDL's spelling
+        minimum=1,
+        engines=BOTH,
+        takes=_JOB_CONFIG,
+    ),
+    Option(
+        "distribution_strategy",
+        "ElasticDL's flag, accepted for its command lines: parameter servers are the only "
+        "strategy here",
+        default="ParameterServerStrategy",
+        choices=("ParameterServerStrategy",),
+        engines=NOWHERE,
+        takes=frozenset({CLI}),
     ),
     Option(
         "num_epochs",

@@ -2,9 +2,11 @@
 
 A full TMPDIR at export used to print 89 lines of TensorFlow `ResourceExhaustedError`; the user
 needs the cause and the file. `describe` keeps: an OSError's cause and file name; a TensorFlow
-op error's message without its `{{function_node ...}}` prefix and ` [Op:...]` suffix; else the
-first line of the error, after its type. `save_traceback` keeps the whole story in the job's
-log directory for whoever debugs it.
+op error's message without its `{{function_node ...}}` prefix and ` [Op:...]` suffix; an error
+TensorFlow raised from traced user code (its message starts "in user code:", a `dataset_fn` or
+a model's `call` that fails while traced) its last line, the error inside, with the file, line
+and function of the user's frame; else the first line of the error, after its type.
+`save_traceback` keeps the whole story in the job's log directory for whoever debugs it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 
 _FUNCTION_NODE = re.compile(r"\{\{function_node [^}]*\}\}\s*")
 _OP_SUFFIX = re.compile(r"\s*\[Op:[^\]]*\]\s*$")
+_USER_CODE = "in user code:"
+_USER_FRAME = re.compile(r'File "(?:[^"]*/)?([^"/]+)", line (\d+), in (\S+)')
 MAX_CHARS = 500
 TRACEBACK_FILE = "master.traceback.txt"
 
@@ -30,8 +34,18 @@ def describe(err: BaseException) -> str:
     else:
         text = str(err)
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0] == _USER_CODE:
+        return _traced(lines)[:MAX_CHARS]
     first = lines[0] if lines else ""
     return f"{type(err).__name__}: {first}"[:MAX_CHARS] if first else type(err).__name__
+
+
+def _traced(lines: list[str]) -> str:
+    """The error inside TensorFlow's "in user code:" report (its last line names its type),
+    then where in the user's code it was raised."""
+    frames = [m for line in lines if (m := _USER_FRAME.search(line))]
+    where = f" ({frames[-1][1]} line {frames[-1][2]}, in {frames[-1][3]})" if frames else ""
+    return lines[-1] + where
 
 
 def _is_op_error(err: BaseException) -> bool:

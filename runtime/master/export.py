@@ -91,7 +91,7 @@ def export_model(
     assign(known, {name: values[name] for name in known})
     params = {name: values[name] for name in known}
     save_params({**params, **trained_arrays(tables)}, staging / PARAMS_FILENAME)
-    _export_saved_model(instance.model, layers, batch[0], staging / SAVED_MODEL_DIR)
+    export_saved_model(instance.model, layers, batch[0], staging / SAVED_MODEL_DIR)
     why_not = save_keras_file(instance.model, batch[0], staging / KERAS_FILE)
     if facts is not None:
         facts["keras_file" if not why_not else "keras_file_missing"] = why_not or KERAS_FILE
@@ -145,9 +145,10 @@ def _serve_trained_rows(model: Any, tables: dict[str, Any]) -> dict[str, Any]:
     return layers
 
 
-def _export_saved_model(model: Any, layers: dict[str, Any], features: Any, path: Path) -> None:
-    """Keras `model.export`; with embedding tables, their hash tables and rows are tracked
-    and the signature takes the dtypes of `features` (int64 ids stay int64)."""
+def export_saved_model(model: Any, layers: dict[str, Any], features: Any, path: Path) -> None:
+    """Keras `model.export`; with embedding tables (their hash tables and rows are tracked),
+    or for a model whose inputs Keras cannot read, the signature is that of `features` (int64
+    ids stay int64)."""
     with _quiet_tensorflow_info():
         _export(model, layers, features, path)
 
@@ -167,7 +168,7 @@ def _quiet_tensorflow_info() -> Iterator[None]:
 
 
 def _export(model: Any, layers: dict[str, Any], features: Any, path: Path) -> None:
-    if not layers:
+    if not layers and _inputs_known(model):
         if "verbose" in inspect.signature(model.export).parameters:
             model.export(str(path), verbose=False)
         else:  # Keras 2 (tf_keras) has no `verbose`: its summary goes to stdout
@@ -185,6 +186,16 @@ def _export(model: Any, layers: dict[str, Any], features: Any, path: Path) -> No
     specs = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), features)
     archive.add_endpoint("serve", model.__call__, [specs])
     archive.write_out(str(path), verbose=False)
+
+
+def _inputs_known(model: Any) -> bool:
+    """Whether Keras's `model.export` can take the signature from the model. For a Sequential
+    it reads `inputs`, which stay None when the first call was on a dict of features with no
+    Input (ElasticDL's census_sequential: DenseFeatures first); such a model's signature is
+    taken from the features instead."""
+    from elasticdl.runtime.keras_mode import keras
+
+    return not isinstance(model, keras().Sequential) or model.inputs is not None
 
 
 def save_keras_file(model: Any, features: Any, path: Path) -> str:

@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from elasticdl.runtime.job_config import JobConfig
+from elasticdl.runtime.one_line import describe
 
 log = logging.getLogger("elasticdl.master")
 
@@ -58,7 +59,7 @@ def build_model_once(
         with_params = f" with --params {params!r}" if params else ""
         raise ValueError(
             f"--model_def {model_def}{with_params}: the model cannot be built on the "
-            f"first records of {file}: {_detail(err)} (check the params' values and types)"
+            f"first records of {file}: {describe(err)} (check the params' values and types)"
         ) from None
     try:
         features, labels = batch
@@ -66,14 +67,9 @@ def build_model_once(
     except Exception as err:  # noqa: BLE001 - user code: any error is the loss's
         raise ValueError(
             f"--model_def {model_def}: its loss cannot be computed on the first records of "
-            f"{file}: {_detail(err)}"
+            f"{file}: {describe(err)}"
         ) from None
     return instance
-
-
-def _detail(err: Exception) -> str:
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
 def init_checkpoint_version(config: JobConfig, instance: Any) -> tuple[int | None, list[Any]]:

@@ -56,6 +56,13 @@ def test_cli_and_step_flags_come_from_the_spec():
     # Old spellings still parse, into the one field.
     args = cli.parse_args(["--model_def=m", "--output=o", "--training_data=d", "--input_fn=f"])
     assert (args.training_data, args.dataset_fn) == ("d", "f")
+    # ElasticDL's command lines: --num_ps_pods is --num_ps; its strategy flag names the only one.
+    elastic = ["--model_def=m", "--output=o", "--training_data=d", "--num_ps_pods=2"]
+    args = cli.parse_args([*elastic, "--distribution_strategy=ParameterServerStrategy"])
+    options = TrainOptions(**spec.copy_fields(TrainOptions, args))
+    assert (options.num_ps, options.model_def) == (2, "m")
+    with pytest.raises(SystemExit):
+        cli.parse_args([*elastic, "--distribution_strategy=AllreduceStrategy"])
 
 
 def test_every_cli_job_option_reaches_the_local_job_step():

@@ -385,6 +385,25 @@ def keras2_check_feature_column_in_dense_features() -> None:
     assert embedded({"user_id": [[1]], "item_id": [[2]]}).shape == (1, 3)
 
 
+def keras2_check_a_sequential_on_a_dict_of_features_exports() -> None:
+    """ElasticDL's census_sequential: a Sequential whose first layer is DenseFeatures, called on
+    a dict of features, has no `inputs`; its SavedModel still serves it."""
+    from elasticdl.runtime.master.export import export_saved_model
+
+    k, fc = keras(), tf.feature_column
+    kind = fc.categorical_column_with_vocabulary_list("kind", ["a", "b"])
+    columns = [fc.numeric_column("age"), fc.embedding_column(kind, dimension=2)]
+    model = k.Sequential([k.layers.DenseFeatures(columns), k.layers.Dense(1)])
+    features = {"age": tf.constant([[30.0], [60.0]]), "kind": tf.constant([["a"], ["b"]])}
+    expected = model(features).numpy()
+    assert model.inputs is None
+    with tempfile.TemporaryDirectory() as tmp:
+        export_saved_model(model, {}, features, Path(tmp) / "saved_model")
+        loaded = tf.saved_model.load(str(Path(tmp) / "saved_model"))
+        served = loaded.serve(features)
+    np.testing.assert_allclose(served.numpy(), expected, rtol=1e-6)
+
+
 def check_callbacks_are_this_kerases() -> None:
     from elasticdl.python.elasticdl.callbacks import LearningRateScheduler, MaxStepsStopping
 

@@ -4,6 +4,7 @@ error after start is one line (one_line.py)."""
 from __future__ import annotations
 
 import errno
+import inspect
 import logging
 
 import pytest
@@ -84,3 +85,28 @@ def test_an_error_after_start_is_one_line():
     assert describe(exhausted) == "ResourceExhaustedError: /tmp/s/v.index; No space left on device"
     assert describe(RuntimeError("first\nsecond")) == "RuntimeError: first"
     assert describe(KeyError()) == "KeyError"
+
+
+def _parse_odps_row(record):
+    # ElasticDL's ODPS iris feed: slices a row of strings; a RecordIO record is one string.
+    import tensorflow as tf
+
+    return tf.strings.to_number(record[0:-1], tf.float32)
+
+
+def test_an_error_in_traced_user_code_is_the_error_inside_and_where():
+    """TensorFlow reports an error raised while tracing a dataset_fn as "in user code:", the
+    user's frames, then the error: the line is that error and the user's frame, never
+    "ValueError: in user code:" alone."""
+    import tensorflow as tf
+
+    records = tf.data.Dataset.from_tensor_slices([b"a", b"b"])
+    with pytest.raises(ValueError) as raised:
+        records.map(_parse_odps_row)
+    assert str(raised.value).startswith("in user code:")
+    line = describe(raised.value)
+    assert line.startswith("ValueError: Attempting to slice scalar input."), line
+    source, first = inspect.getsourcelines(_parse_odps_row)
+    raising = first + next(i for i, text in enumerate(source) if "record[0:-1]" in text)
+    assert line.endswith(f"(test_console.py line {raising}, in _parse_odps_row)"), line
+    assert "\n" not in line and "in user code" not in line

@@ -29,9 +29,10 @@ JOB = {"num_workers": 1}
 
 database = database_fixture(scope="module")
 # The tutorial runs on every database (its tables are database- or schema-qualified on each);
-# the longer cases on SQLFlow's own, MariaDB, and the refusals (decided before any database
-# write) on SQLite: the suite's time. One fixture for all: two would make `iris` on one MariaDB
-# server at once.
+# the other statement forms on both servers, the zoo on SQLFlow's own database (MariaDB) and
+# the refusals on SQLite: the suite's time. One fixture for all: two would make `iris` on one
+# MariaDB server at once.
+on_servers = pytest.mark.parametrize("database", ["postgresql", "mariadb"], indirect=True)
 on_mariadb = pytest.mark.parametrize("database", ["mariadb"], indirect=True)
 on_sqlite = pytest.mark.parametrize("database", ["sqlite"], indirect=True)
 
@@ -149,7 +150,7 @@ def test_the_iris_tutorial_trains_predicts_evaluates_and_retrains(iris_db):
     assert (model / "LATEST").read_text().strip() == first_run
 
 
-@on_mariadb
+@on_servers
 def test_validation_metrics_and_a_named_optimizer(iris_db):
     database, t, models = iris_db
     binary = sql(
@@ -173,7 +174,7 @@ INTO sqlflow_models.mytest_model;""",
     assert "optimizer.learning_rate=0.1" in params.model_def_params
 
 
-@on_mariadb
+@on_servers
 def test_regression_wide_and_deep_and_evaluate_into_a_table(iris_db):
     database, t, models = iris_db
     regressor = sql(

@@ -323,6 +323,57 @@ def _runtime(name: str, description: str, args: tuple, *, module: str = "", **kw
     )
 
 
+def _conversion(
+    name: str,
+    sql: str,
+    output: Value,
+    *,
+    labelled: bool,
+    label_last: bool | None = None,
+    extra: tuple[Value, ...] = (),
+    also: str = "",
+) -> Step:
+    """A `sql-to-recordio` step: the rows of parameter `sql` into RecordIO at `output`, run
+    when `sql` is set. `labelled`: with --label; `label_last` (default: `labelled`): locally an
+    empty --label means the last selected column, as in `elasticdl sql`."""
+    label = (flag("label", Param("label")),) if labelled else ()
+    last = labelled if label_last is None else label_last
+    return _runtime(
+        name,
+        f"Convert the rows of --{sql} into RecordIO under the run's work directory{also}",
+        (
+            flag("db", Param("db")),
+            flag("sql", Param(sql)),
+            flag("output", output),
+            *label,
+            flag("on_null", Param("on_null")),
+            *extra,
+        ),
+        module="sql-to-recordio",
+        when=IsSet(sql),
+        local_args=(Lit("--label_last=true"),) if last else (),
+        **_DB_PASSWORD,
+    )
+
+
+def _trained_model_image(job: str) -> Step:
+    """Argo's `resolve-image` of a job over a trained model: --image, or the TrainedModel's."""
+    return Step(
+        name="resolve-image",
+        description=f"The image to run the {job} in: --image, or the TrainedModel's",
+        image=Param("elasticdl_image"),
+        module="elasticdl.steps.publish",
+        args=(
+            Lit("image"),
+            flag("trained_model", Param("trained_model")),
+            flag("image", Param("image")),
+            flag("image_file", Out("image")),
+        ),
+        outputs=(StepOutput("image", f"the image to run the {job} job in"),),
+        engines=ARGO_ONLY,
+    )
+
+
 def train_pipeline() -> Pipeline:
     """The training pipeline; see the module documentation."""
     model_dir = Choice(
@@ -449,36 +500,8 @@ def train_pipeline() -> Pipeline:
             ),
             env=(),
         ),
-        _runtime(
-            "sql-to-recordio",
-            "Convert the rows of --sql into RecordIO under the run's work directory",
-            (
-                flag("db", Param("db")),
-                flag("sql", Param("sql")),
-                flag("output", converted),
-                flag("label", Param("label")),
-                flag("on_null", Param("on_null")),
-            ),
-            when=IsSet("sql"),
-            # Locally an empty --label means the last selected column, as in `elasticdl sql`.
-            local_args=(Lit("--label_last=true"),),
-            **_DB_PASSWORD,
-        ),
-        _runtime(
-            "sql-to-recordio-validation",
-            "Convert the rows of --validation_sql into RecordIO under the run's work directory",
-            module="sql-to-recordio",
-            args=(
-                flag("db", Param("db")),
-                flag("sql", Param("validation_sql")),
-                flag("output", validation),
-                flag("label", Param("label")),
-                flag("on_null", Param("on_null")),
-            ),
-            when=IsSet("validation_sql"),
-            local_args=(Lit("--label_last=true"),),
-            **_DB_PASSWORD,
-        ),
+        _conversion("sql-to-recordio", "sql", converted, labelled=True),
+        _conversion("sql-to-recordio-validation", "validation_sql", validation, labelled=True),
         _job_step(
             "train",
             "Run the elastic training job (its master)",
@@ -620,38 +643,21 @@ def predict_pipeline() -> Pipeline:
     )
     params += _other_params(predict, params)
     steps = (
-        _runtime(
+        _conversion(
             "sql-to-recordio",
-            "Convert the rows of --sql into RecordIO under the run's work directory (with "
-            "--output_table: plan the write first, refusing one that would replace what "
-            "PREDICT did not create)",
-            (
-                flag("db", Param("db")),
-                flag("sql", Param("sql")),
-                flag("output", converted),
-                flag("on_null", Param("on_null")),
+            "sql",
+            converted,
+            labelled=False,
+            extra=(
                 flag("write_table", Param("output_table")),
                 flag("write_column", Param("result_column")),
                 flag("write_key", Param("key")),
                 flag("trained_model", Param("trained_model")),
             ),
-            when=IsSet("sql"),
-            **_DB_PASSWORD,
+            also=" (with --output_table: plan the write first, refusing one that would replace "
+            "what PREDICT did not create)",
         ),
-        Step(
-            name="resolve-image",
-            description="The image to predict in: --image, or the TrainedModel's",
-            image=Param("elasticdl_image"),
-            module="elasticdl.steps.publish",
-            args=(
-                Lit("image"),
-                flag("trained_model", Param("trained_model")),
-                flag("image", Param("image")),
-                flag("image_file", Out("image")),
-            ),
-            outputs=(StepOutput("image", "the image to run the prediction job in"),),
-            engines=ARGO_ONLY,
-        ),
+        _trained_model_image("prediction"),
         _job_step(
             "predict",
             "Run the elastic prediction job (its master)",
@@ -745,33 +751,8 @@ def evaluate_pipeline() -> Pipeline:
     )
     params += _other_params(evaluate, params)
     steps = (
-        _runtime(
-            "sql-to-recordio",
-            "Convert the rows of --sql into RecordIO under the run's work directory",
-            (
-                flag("db", Param("db")),
-                flag("sql", Param("sql")),
-                flag("output", converted),
-                flag("label", Param("label")),
-                flag("on_null", Param("on_null")),
-            ),
-            when=IsSet("sql"),
-            **_DB_PASSWORD,
-        ),
-        Step(
-            name="resolve-image",
-            description="The image to evaluate in: --image, or the TrainedModel's",
-            image=Param("elasticdl_image"),
-            module="elasticdl.steps.publish",
-            args=(
-                Lit("image"),
-                flag("trained_model", Param("trained_model")),
-                flag("image", Param("image")),
-                flag("image_file", Out("image")),
-            ),
-            outputs=(StepOutput("image", "the image to run the evaluation job in"),),
-            engines=ARGO_ONLY,
-        ),
+        _conversion("sql-to-recordio", "sql", converted, labelled=True, label_last=False),
+        _trained_model_image("evaluation"),
         _job_step(
             "evaluate",
             "Run the elastic evaluation job (its master); the metrics as an output",

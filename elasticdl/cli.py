@@ -145,14 +145,17 @@ _ARGO_GROUP = "Argo Workflows (with --engine argo)"
 
 
 def _tuck_away_argo(parser: argparse.ArgumentParser, table: tuple[Any, ...]) -> None:
-    """The Argo and Kubernetes flags behind --help-all (see help_format.py)."""
+    """The Argo and Kubernetes flags, and those only ElasticDL's command lines use, behind
+    --help-all (see help_format.py)."""
     from elasticdl.help_format import tuck_away
 
     argo_only = {o.dest for o in table if o.engines == job_options.ARGO_ONLY}
+    tucked = (_ARGO_GROUP, job_options.ELASTICDL_COMPAT_GROUP)
+    compat = any(o.group == job_options.ELASTICDL_COMPAT_GROUP for o in table)
     tuck_away(
         parser,
-        lambda action, group: group == _ARGO_GROUP or action.dest in argo_only,
-        "Argo Workflows and Kubernetes, for --engine argo",
+        lambda action, group: group in tucked or action.dest in argo_only,
+        "Argo and Kubernetes for --engine argo" + ("; ElasticDL's" if compat else ""),
     )
 
 

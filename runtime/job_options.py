@@ -265,6 +265,8 @@ _JOB_CONFIG = JOB | {CONFIG}
 TASK_TIMEOUT_FLOOR_S = 15.0
 """The least no-progress time before a worker is taken for hung; above it the limit is derived
 from the minibatch times the job has seen (runtime/master/task_timeout.py)."""
+ELASTICDL_COMPAT_GROUP = "ElasticDL's flags (accepted for its command lines)"
+"""The help group of flags that only ElasticDL's own command lines use (behind --help-all)."""
 _SQL_GROUP = "SQL input (instead of --data)"
 
 
@@ -653,6 +655,7 @@ TRAIN: tuple[Option, ...] = (
         "strategy here",
         default="ParameterServerStrategy",
         choices=("ParameterServerStrategy",),
+        group=ELASTICDL_COMPAT_GROUP,
         engines=NOWHERE,
         takes=frozenset({CLI}),
     ),

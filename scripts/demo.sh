@@ -23,8 +23,8 @@ elasticdl sql "SELECT name, role, years, salary FROM employee
 elasticdl sql "SELECT name, role, years FROM testdata
                PREDICT testdata.predicted_salary USING my_trained_model;" \
   --db "$db" --model_root "$out/models"
-python -P - "$out/hr.db" "$out/models/my_trained_model/job_report.json" <<'PY'
-import json, sqlite3, statistics, sys
+python -P - "$out/hr.db" "$out/models/my_trained_model" <<'PY'
+import json, pathlib, sqlite3, statistics, sys
 db = sqlite3.connect(sys.argv[1])
 rows = db.execute("SELECT name, role, years, salary, predicted_salary FROM testdata").fetchall()
 for row in rows[:5]:
@@ -33,6 +33,7 @@ mse = statistics.fmean((r[3] - r[4]) ** 2 for r in rows)
 mean = statistics.fmean(r[3] for r in rows)
 naive = statistics.fmean((r[3] - mean) ** 2 for r in rows)
 print(f"testdata: {len(rows)} rows, MSE {mse:,.0f} vs {naive:,.0f} for predicting the mean")
-report = json.load(open(sys.argv[2]))
+run = pathlib.Path(sys.argv[2], "LATEST").read_text().strip()  # TRAIN INTO: the newest run
+report = json.loads(pathlib.Path(run, "job_report.json").read_text())
 print("training:", json.dumps({k: report[k] for k in ("status", "records", "metrics")}))
 PY
